@@ -1,0 +1,114 @@
+//! Settings: built-in defaults, then an optional TOML file (`RATEKEEPER_CONFIG`), then
+//! `RATEKEEPER_*` environment variables. Every later layer overrides the earlier one.
+
+use std::time::Duration;
+
+use figment::{
+    Figment,
+    providers::{Env, Format, Serialized, Toml},
+};
+use secrecy::SecretString;
+use serde::{Deserialize, Serialize};
+
+const ENV_PREFIX: &str = "RATEKEEPER_";
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Settings {
+    /// Address to serve on; port 0 picks a free port (logged at start).
+    pub listen: String,
+    /// `sqlite://...`, `postgres://...` or `mysql://...`.
+    pub database_url: SecretString,
+    /// One `redis://` URL, or a comma-separated list of them for a Redis Cluster.
+    pub redis_url: SecretString,
+    /// Prefix of every Redis key, so deployments and tests can share one Redis.
+    pub redis_prefix: String,
+    pub sync_interval_ms: u64,
+    pub redis_timeout_ms: u64,
+    /// HTTP worker threads; defaults to the number of cores.
+    pub workers: Option<usize>,
+    /// Log as JSON lines instead of human-readable text.
+    pub log_json: bool,
+}
+
+/// The defaults, as a serialisable mirror of [`Settings`] (secrets are plain here because
+/// they are only defaults, never user input).
+#[derive(Serialize)]
+struct Defaults {
+    listen: &'static str,
+    database_url: &'static str,
+    redis_url: &'static str,
+    redis_prefix: &'static str,
+    sync_interval_ms: u64,
+    redis_timeout_ms: u64,
+    log_json: bool,
+}
+
+const DEFAULTS: Defaults = Defaults {
+    listen: "127.0.0.1:8080",
+    database_url: "sqlite://ratekeeper.db",
+    redis_url: "redis://127.0.0.1:6379",
+    redis_prefix: "ratekeeper",
+    sync_interval_ms: 5000,
+    redis_timeout_ms: 100,
+    log_json: false,
+};
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("configuration: {0}")]
+    Load(#[from] Box<figment::Error>),
+    #[error("configuration: {field}: {message}")]
+    Invalid {
+        field: &'static str,
+        message: String,
+    },
+}
+
+impl Settings {
+    /// Layers defaults, the file named by `RATEKEEPER_CONFIG` (if any) and the environment.
+    pub fn load() -> Result<Self, ConfigError> {
+        let mut figment = Figment::from(Serialized::defaults(DEFAULTS));
+        if let Ok(path) = std::env::var("RATEKEEPER_CONFIG") {
+            figment = figment.merge(Toml::file_exact(path));
+        }
+        let figment = figment.merge(Env::prefixed(ENV_PREFIX).ignore(&["config"]));
+        let settings: Settings = figment.extract().map_err(Box::new)?;
+        settings.validate()?;
+        Ok(settings)
+    }
+
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let invalid = |field, message: &str| ConfigError::Invalid {
+            field,
+            message: message.to_owned(),
+        };
+        if self.listen.parse::<std::net::SocketAddr>().is_err() {
+            return Err(invalid("listen", "must be host:port, e.g. 127.0.0.1:8080"));
+        }
+        if self.sync_interval_ms < 100 {
+            return Err(invalid("sync_interval_ms", "must be at least 100"));
+        }
+        if self.redis_timeout_ms == 0 {
+            return Err(invalid("redis_timeout_ms", "must be at least 1"));
+        }
+        if self.redis_prefix.is_empty() || self.redis_prefix.contains(['{', '}', ' ']) {
+            return Err(invalid(
+                "redis_prefix",
+                "must be non-empty without braces or spaces",
+            ));
+        }
+        if self.workers == Some(0) {
+            return Err(invalid("workers", "must be at least 1"));
+        }
+        Ok(())
+    }
+
+    pub fn sync_interval(&self) -> Duration {
+        Duration::from_millis(self.sync_interval_ms)
+    }
+
+    pub fn redis_timeout(&self) -> Duration {
+        Duration::from_millis(self.redis_timeout_ms)
+    }
+}

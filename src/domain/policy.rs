@@ -1,0 +1,187 @@
+//! A policy's validated configuration: what the SQL store keeps and the sync task pushes.
+
+use serde::{Deserialize, Serialize};
+
+use super::{AppSlug, FieldError, PolicyName};
+
+/// Largest rate and capacity we accept: far above any real limit, and small enough that
+/// token arithmetic in Lua (IEEE doubles) stays exact to well below one permit.
+const MAX_RATE: f64 = 1_000_000.0;
+const MAX_CAPACITY: i64 = 1_000_000_000;
+pub const MAX_DESCRIPTION_CHARS: usize = 1000;
+
+/// Permits per second, fractional allowed (0.2 = 12 per minute).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(transparent)]
+pub struct Rate(f64);
+
+impl Rate {
+    pub fn parse_field(field: &str, value: f64) -> Result<Self, FieldError> {
+        if value.is_finite() && value > 0.0 && value <= MAX_RATE {
+            Ok(Self(value))
+        } else {
+            Err(FieldError::new(
+                field,
+                format!("must be a number of permits per second above 0 and at most {MAX_RATE}"),
+            ))
+        }
+    }
+
+    pub fn get(self) -> f64 {
+        self.0
+    }
+}
+
+/// Bucket capacity: the most permits one burst may take.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(transparent)]
+pub struct MaxPermits(i64);
+
+impl MaxPermits {
+    pub fn parse_field(field: &str, value: i64) -> Result<Self, FieldError> {
+        if (1..=MAX_CAPACITY).contains(&value) {
+            Ok(Self(value))
+        } else {
+            Err(FieldError::new(
+                field,
+                format!("must be a whole number from 1 to {MAX_CAPACITY}"),
+            ))
+        }
+    }
+
+    pub fn get(self) -> i64 {
+        self.0
+    }
+}
+
+/// How many permits one acquire asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Permits(i64);
+
+impl Permits {
+    pub fn parse(value: i64) -> Result<Self, FieldError> {
+        if (1..=MAX_CAPACITY).contains(&value) {
+            Ok(Self(value))
+        } else {
+            Err(FieldError::new(
+                "permits",
+                format!("must be a whole number from 1 to {MAX_CAPACITY}"),
+            ))
+        }
+    }
+
+    pub fn get(self) -> i64 {
+        self.0
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Algorithm {
+    TokenBucket,
+}
+
+impl Algorithm {
+    pub const ALL: &'static [Algorithm] = &[Algorithm::TokenBucket];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::TokenBucket => "token_bucket",
+        }
+    }
+
+    pub fn parse_field(field: &str, value: &str) -> Result<Self, FieldError> {
+        Self::ALL
+            .iter()
+            .copied()
+            .find(|a| a.as_str() == value)
+            .ok_or_else(|| {
+                let names: Vec<&str> = Self::ALL.iter().map(|a| a.as_str()).collect();
+                FieldError::new(field, format!("must be one of: {}", names.join(", ")))
+            })
+    }
+}
+
+/// What the acquire API answers when Redis cannot be reached.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum FailureMode {
+    /// Refuse (503): the protected resource is safer unreached than overrun.
+    Closed,
+    /// Grant, marked `"degraded": true`: availability matters more than the limit.
+    Open,
+}
+
+impl FailureMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Closed => "closed",
+            Self::Open => "open",
+        }
+    }
+
+    pub fn parse_field(field: &str, value: &str) -> Result<Self, FieldError> {
+        match value {
+            "closed" => Ok(Self::Closed),
+            "open" => Ok(Self::Open),
+            _ => Err(FieldError::new(field, "must be \"closed\" or \"open\"")),
+        }
+    }
+}
+
+/// A policy's whole configuration, every part valid.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PolicySpec {
+    pub name: PolicyName,
+    pub owner_app: AppSlug,
+    pub algorithm: Algorithm,
+    pub rate: Rate,
+    pub max_permits: MaxPermits,
+    pub allowed_apps: Vec<AppSlug>,
+    pub failure_mode: FailureMode,
+    pub enabled: bool,
+    pub description: String,
+}
+
+pub fn check_description(field: &str, value: &str) -> Result<String, FieldError> {
+    if value.chars().count() > MAX_DESCRIPTION_CHARS {
+        Err(FieldError::new(
+            field,
+            format!("must be at most {MAX_DESCRIPTION_CHARS} characters"),
+        ))
+    } else {
+        Ok(value.to_owned())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rates() {
+        assert!(Rate::parse_field("rate", 0.2).is_ok());
+        assert!(Rate::parse_field("rate", 0.0).is_err());
+        assert!(Rate::parse_field("rate", -1.0).is_err());
+        assert!(Rate::parse_field("rate", f64::NAN).is_err());
+        assert!(Rate::parse_field("rate", f64::INFINITY).is_err());
+        assert!(Rate::parse_field("rate", 2e6).is_err());
+    }
+
+    #[test]
+    fn capacities_and_permits() {
+        assert!(MaxPermits::parse_field("max_permits", 0).is_err());
+        assert!(MaxPermits::parse_field("max_permits", 1).is_ok());
+        assert!(Permits::parse(0).is_err());
+        assert!(Permits::parse(-3).is_err());
+        assert_eq!(Permits::parse(5).unwrap().get(), 5);
+    }
+
+    #[test]
+    fn enums_name_the_choices() {
+        let e = Algorithm::parse_field("algorithm", "leaky").unwrap_err();
+        assert!(e.message.contains("token_bucket"));
+        assert!(FailureMode::parse_field("failure_mode", "open").is_ok());
+        assert!(FailureMode::parse_field("failure_mode", "x").is_err());
+    }
+}
