@@ -1,0 +1,52 @@
+use crate::domain::PolicyName;
+
+/// Names of the Redis keys of one deployment.
+#[derive(Debug, Clone)]
+pub struct KeySpace {
+    prefix: String,
+}
+
+impl KeySpace {
+    pub fn new(prefix: &str) -> Self {
+        Self {
+            prefix: prefix.to_owned(),
+        }
+    }
+
+    pub fn prefix(&self) -> &str {
+        &self.prefix
+    }
+
+    /// `<prefix>:{<name>}`: the braces are a Redis Cluster hash tag, so every key a
+    /// policy ever needs lands in one slot.
+    pub fn policy(&self, name: &PolicyName) -> String {
+        format!("{}:{{{}}}", self.prefix, name)
+    }
+
+    /// The pattern that matches every policy key of this deployment, for SCAN.
+    pub fn policy_pattern(&self) -> String {
+        format!("{}:{{*}}", self.prefix)
+    }
+
+    /// The policy name inside a key made by [`KeySpace::policy`], if it is one.
+    pub fn policy_name_of<'k>(&self, key: &'k str) -> Option<&'k str> {
+        key.strip_prefix(self.prefix.as_str())?
+            .strip_prefix(":{")?
+            .strip_suffix('}')
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn policy_keys_round_trip() {
+        let keys = KeySpace::new("rk");
+        let name = PolicyName::parse("orders.create").unwrap();
+        let key = keys.policy(&name);
+        assert_eq!(key, "rk:{orders.create}");
+        assert_eq!(keys.policy_name_of(&key), Some("orders.create"));
+        assert_eq!(keys.policy_name_of("other:{x}"), None);
+    }
+}

@@ -1,0 +1,72 @@
+//! The Redis side: connections, key naming, the Lua scripts and the calls that run them.
+//! Nothing here knows about SQL or HTTP.
+
+mod acquire;
+mod connection;
+mod keys;
+mod scripts;
+mod state;
+mod writes;
+
+pub use acquire::{AcquireOutcome, Decision};
+pub use connection::RedisConn;
+pub use keys::KeySpace;
+pub use state::BucketState;
+pub use writes::PolicyConfig;
+
+use std::time::Duration;
+
+/// Everything that talks to Redis, with one timeout for every call.
+#[derive(Clone)]
+pub struct Limiter {
+    conn: RedisConn,
+    keys: KeySpace,
+    timeout: Duration,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum LimiterError {
+    #[error("redis did not answer within {0:?}")]
+    Timeout(Duration),
+    #[error("redis: {0}")]
+    Redis(#[from] redis::RedisError),
+    #[error("unexpected reply from a limiter script: {0}")]
+    Reply(String),
+}
+
+impl Limiter {
+    pub fn new(conn: RedisConn, prefix: &str, timeout: Duration) -> Self {
+        Self {
+            conn,
+            keys: KeySpace::new(prefix),
+            timeout,
+        }
+    }
+
+    pub fn keys(&self) -> &KeySpace {
+        &self.keys
+    }
+
+    pub fn connection(&self) -> RedisConn {
+        self.conn.clone()
+    }
+
+    /// Runs a Redis future under the configured timeout: a hung Redis never hangs a client.
+    async fn timed<T>(
+        &self,
+        fut: impl Future<Output = redis::RedisResult<T>>,
+    ) -> Result<T, LimiterError> {
+        match tokio::time::timeout(self.timeout, fut).await {
+            Ok(result) => Ok(result?),
+            Err(_) => Err(LimiterError::Timeout(self.timeout)),
+        }
+    }
+
+    /// `PING`, for readiness.
+    pub async fn ping(&self) -> Result<(), LimiterError> {
+        let mut conn = self.conn.clone();
+        self.timed(redis::cmd("PING").query_async::<String>(&mut conn))
+            .await
+            .map(|_| ())
+    }
+}

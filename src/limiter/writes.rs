@@ -1,0 +1,178 @@
+//! Sync writes: a policy's configuration into its hash, deletions, and the sweep of keys
+//! whose policy no longer exists.
+
+use std::collections::HashSet;
+use std::time::Duration;
+
+use futures_util::{StreamExt, stream};
+
+use crate::domain::{PolicyName, PolicySpec};
+
+use super::{Limiter, LimiterError, scripts};
+
+/// How many sync scripts one instance keeps in flight; the multiplexed connection
+/// pipelines them, so a reconcile pass over many policies is not one round trip each.
+const SYNC_CONCURRENCY: usize = 64;
+
+/// The part of a policy that Redis holds, in the exact strings the scripts compare.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PolicyConfig {
+    pub name: PolicyName,
+    pub created_ms: i64,
+    pub version: i64,
+    pub max_permits: i64,
+    pub rate: f64,
+    pub apps: String,
+    pub enabled: bool,
+}
+
+impl PolicyConfig {
+    pub fn new(spec: &PolicySpec, created_ms: i64, version: i64) -> Self {
+        // ",a,b,": the delimiters on both ends make the Lua membership test exact.
+        let mut apps = String::from(",");
+        for app in &spec.allowed_apps {
+            apps.push_str(app.as_str());
+            apps.push(',');
+        }
+        Self {
+            name: spec.name.clone(),
+            created_ms,
+            version,
+            max_permits: spec.max_permits.get(),
+            rate: spec.rate.get(),
+            apps,
+            enabled: spec.enabled,
+        }
+    }
+}
+
+/// What one reconcile pass did.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct PushStats {
+    pub written: usize,
+    pub unchanged: usize,
+    pub failed: usize,
+}
+
+impl Limiter {
+    /// Sync writes are off the hot path: they get more time than an acquire.
+    fn sync_timeout(&self) -> Duration {
+        (self.timeout * 10).max(Duration::from_secs(1))
+    }
+
+    /// Writes one policy's config; `true` when Redis changed.
+    pub async fn push_policy(&self, config: &PolicyConfig) -> Result<bool, LimiterError> {
+        let mut conn = self.conn.clone();
+        let mut invocation = scripts::SYNC_POLICY.key(self.keys.policy(&config.name));
+        invocation
+            .arg(config.created_ms)
+            .arg(config.version)
+            .arg(config.max_permits)
+            // Rust's shortest round-trip form: every instance writes the same string.
+            .arg(config.rate.to_string())
+            .arg(&config.apps)
+            .arg(if config.enabled { "1" } else { "0" });
+        let fut = invocation.invoke_async::<i64>(&mut conn);
+        let written = tokio::time::timeout(self.sync_timeout(), fut)
+            .await
+            .map_err(|_| LimiterError::Timeout(self.sync_timeout()))??;
+        Ok(written == 1)
+    }
+
+    /// Writes many policies, a bounded number in flight at once.
+    pub async fn push_all(&self, configs: &[PolicyConfig]) -> PushStats {
+        // Owned clones in each future: borrowing closures here make the caller's future
+        // not provably `Send` (a known limitation of higher-ranked lifetimes).
+        let results: Vec<Result<bool, LimiterError>> = stream::iter(configs.to_vec())
+            .map(|config| {
+                let limiter = self.clone();
+                async move { limiter.push_policy(&config).await }
+            })
+            .buffer_unordered(SYNC_CONCURRENCY)
+            .collect()
+            .await;
+        let mut stats = PushStats::default();
+        for result in results {
+            match result {
+                Ok(true) => stats.written += 1,
+                Ok(false) => stats.unchanged += 1,
+                Err(e) => {
+                    stats.failed += 1;
+                    tracing::warn!(error = %e, "policy push failed");
+                }
+            }
+        }
+        stats
+    }
+
+    pub async fn delete_policy(&self, name: &PolicyName) -> Result<(), LimiterError> {
+        let mut conn = self.conn.clone();
+        let mut cmd = redis::cmd("DEL");
+        cmd.arg(self.keys.policy(name));
+        let fut = cmd.query_async::<i64>(&mut conn);
+        tokio::time::timeout(self.sync_timeout(), fut)
+            .await
+            .map_err(|_| LimiterError::Timeout(self.sync_timeout()))??;
+        Ok(())
+    }
+
+    /// Deletes the keys of policies that are not in `known`, unless created at or after
+    /// `read_at_ms` (another instance may have just created them). Returns how many went.
+    ///
+    /// Single-node Redis only: on a cluster, SCAN would have to visit every master, and
+    /// deletes are already done at once after each SQL commit.
+    pub async fn sweep_orphans(
+        &self,
+        known: &HashSet<&str>,
+        read_at_ms: i64,
+    ) -> Result<usize, LimiterError> {
+        if self.conn.is_cluster() {
+            return Ok(0);
+        }
+        let mut conn = self.conn.clone();
+        let pattern = escape_glob(&self.keys.policy_pattern());
+        let mut cursor: u64 = 0;
+        let mut deleted = 0;
+        loop {
+            let mut cmd = redis::cmd("SCAN");
+            cmd.arg(cursor)
+                .arg("MATCH")
+                .arg(&pattern)
+                .arg("COUNT")
+                .arg(1000);
+            let fut = cmd.query_async::<(u64, Vec<String>)>(&mut conn);
+            let (next, keys) = tokio::time::timeout(self.sync_timeout(), fut)
+                .await
+                .map_err(|_| LimiterError::Timeout(self.sync_timeout()))??;
+            for key in keys {
+                let orphan = self
+                    .keys
+                    .policy_name_of(&key)
+                    .is_some_and(|name| !known.contains(name));
+                if orphan {
+                    let mut invocation = scripts::DELETE_IF_STALE.key(&key);
+                    invocation.arg(read_at_ms);
+                    deleted += invocation.invoke_async::<i64>(&mut conn).await? as usize;
+                }
+            }
+            if next == 0 {
+                return Ok(deleted);
+            }
+            cursor = next;
+        }
+    }
+}
+
+/// Escapes the glob characters of a key prefix, keeping the final `{*}` a wildcard.
+fn escape_glob(pattern: &str) -> String {
+    let (literal, wildcard) = pattern.split_at(pattern.len() - 2);
+    let mut out = String::with_capacity(pattern.len() + 4);
+    for c in literal.chars() {
+        if matches!(c, '*' | '?' | '[' | ']' | '\\') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out.push_str(wildcard);
+    out
+}
