@@ -1,0 +1,78 @@
+use super::{StoreResult, Tx, UserRecord, new_id, now_ms};
+
+/// The user behind a personal access token.
+#[derive(Debug, Clone)]
+pub struct TokenOwner {
+    pub token_id: String,
+    pub user: UserRecord,
+}
+
+#[derive(sqlx::FromRow)]
+struct OwnerRow {
+    token_id: String,
+    id: String,
+    username: String,
+    password_hash: String,
+    is_admin: i64,
+    disabled: i64,
+    created_ms: i64,
+}
+
+/// Tokens are marked used at most this often, so the admin API does not write per request.
+const TOUCH_EVERY_MS: i64 = 60_000;
+
+impl Tx {
+    pub async fn insert_access_token(
+        &mut self,
+        user_id: &str,
+        label: &str,
+        token_hash: &str,
+    ) -> StoreResult<String> {
+        let id = new_id();
+        sqlx::query(self.sql(
+            "INSERT INTO access_tokens (id, user_id, label, token_hash, created_ms) VALUES (?, ?, ?, ?, ?)",
+        ))
+        .bind(&id)
+        .bind(user_id)
+        .bind(label)
+        .bind(token_hash)
+        .bind(now_ms())
+        .execute(&mut *self.inner)
+        .await?;
+        Ok(id)
+    }
+
+    /// The enabled user owning a live token with this hash, marking the token used.
+    pub async fn token_owner(&mut self, token_hash: &str) -> StoreResult<Option<TokenOwner>> {
+        let row: Option<OwnerRow> = sqlx::query_as(self.sql(
+            "SELECT t.id AS token_id, u.id, u.username, u.password_hash, u.is_admin, u.disabled, \
+             u.created_ms FROM access_tokens t JOIN users u ON u.id = t.user_id \
+             WHERE t.token_hash = ? AND t.revoked_ms IS NULL AND u.disabled = 0",
+        ))
+        .bind(token_hash)
+        .fetch_optional(&mut *self.inner)
+        .await?;
+        let Some(row) = row else { return Ok(None) };
+        let now = now_ms();
+        sqlx::query(self.sql(
+            "UPDATE access_tokens SET last_used_ms = ? WHERE id = ? \
+             AND (last_used_ms IS NULL OR last_used_ms < ?)",
+        ))
+        .bind(now)
+        .bind(&row.token_id)
+        .bind(now - TOUCH_EVERY_MS)
+        .execute(&mut *self.inner)
+        .await?;
+        Ok(Some(TokenOwner {
+            token_id: row.token_id,
+            user: UserRecord {
+                id: row.id,
+                username: row.username,
+                password_hash: row.password_hash,
+                is_admin: row.is_admin,
+                disabled: row.disabled,
+                created_ms: row.created_ms,
+            },
+        }))
+    }
+}

@@ -1,0 +1,115 @@
+use serde::Serialize;
+
+use super::{StoreResult, Tx, new_id, now_ms};
+
+/// An API key as listed: never the key itself, which only its creator ever saw.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, sqlx::FromRow)]
+pub struct ApiKeyRecord {
+    pub id: String,
+    pub label: String,
+    pub created_by: String,
+    pub created_ms: i64,
+    pub last_used_ms: Option<i64>,
+    pub revoked_ms: Option<i64>,
+}
+
+/// What the acquire path needs to know of a live key, loaded into memory by the sync task.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct KeyGrant {
+    pub key_hash: String,
+    pub key_id: String,
+    pub app_slug: String,
+}
+
+impl Tx {
+    pub async fn insert_api_key(
+        &mut self,
+        app_id: &str,
+        label: &str,
+        key_hash: &str,
+        created_by: &str,
+    ) -> StoreResult<ApiKeyRecord> {
+        let record = ApiKeyRecord {
+            id: new_id(),
+            label: label.to_owned(),
+            created_by: created_by.to_owned(),
+            created_ms: now_ms(),
+            last_used_ms: None,
+            revoked_ms: None,
+        };
+        sqlx::query(self.sql(
+            "INSERT INTO api_keys (id, app_id, label, key_hash, created_by, created_ms) \
+             VALUES (?, ?, ?, ?, ?, ?)",
+        ))
+        .bind(&record.id)
+        .bind(app_id)
+        .bind(&record.label)
+        .bind(key_hash)
+        .bind(&record.created_by)
+        .bind(record.created_ms)
+        .execute(&mut *self.inner)
+        .await?;
+        Ok(record)
+    }
+
+    /// Revokes a live key of the application; returns it as it was, `None` if no such
+    /// live key exists there.
+    pub async fn revoke_api_key(
+        &mut self,
+        app_id: &str,
+        key_id: &str,
+    ) -> StoreResult<Option<ApiKeyRecord>> {
+        let before: Option<ApiKeyRecord> = sqlx::query_as(self.sql(
+            "SELECT id, label, created_by, created_ms, last_used_ms, revoked_ms FROM api_keys \
+             WHERE app_id = ? AND id = ? AND revoked_ms IS NULL",
+        ))
+        .bind(app_id)
+        .bind(key_id)
+        .fetch_optional(&mut *self.inner)
+        .await?;
+        if before.is_some() {
+            sqlx::query(self.sql("UPDATE api_keys SET revoked_ms = ? WHERE id = ?"))
+                .bind(now_ms())
+                .bind(key_id)
+                .execute(&mut *self.inner)
+                .await?;
+        }
+        Ok(before)
+    }
+
+    pub async fn list_api_keys(&mut self, app_id: &str) -> StoreResult<Vec<ApiKeyRecord>> {
+        Ok(sqlx::query_as(self.sql(
+            "SELECT id, label, created_by, created_ms, last_used_ms, revoked_ms FROM api_keys \
+             WHERE app_id = ? ORDER BY created_ms, id",
+        ))
+        .bind(app_id)
+        .fetch_all(&mut *self.inner)
+        .await?)
+    }
+
+    /// Every key that may be used now.
+    pub async fn live_key_grants(&mut self) -> StoreResult<Vec<KeyGrant>> {
+        Ok(sqlx::query_as(self.sql(
+            "SELECT k.key_hash, k.id AS key_id, a.slug AS app_slug FROM api_keys k \
+             JOIN apps a ON a.id = k.app_id WHERE k.revoked_ms IS NULL",
+        ))
+        .fetch_all(&mut *self.inner)
+        .await?)
+    }
+
+    /// Records when keys were last used (collected in memory off the hot path).
+    pub async fn touch_api_keys(&mut self, used: &[(String, i64)]) -> StoreResult<()> {
+        for (key_id, at_ms) in used {
+            sqlx::query(self.sql(
+                "UPDATE api_keys SET last_used_ms = ? WHERE id = ? \
+                 AND (last_used_ms IS NULL OR last_used_ms < ?)",
+            ))
+            .bind(*at_ms)
+            .bind(key_id)
+            .bind(*at_ms)
+            .execute(&mut *self.inner)
+            .await?;
+        }
+        Ok(())
+    }
+}

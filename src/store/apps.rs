@@ -1,0 +1,82 @@
+use serde::Serialize;
+
+use crate::domain::AppSlug;
+
+use super::{StoreResult, Tx, new_id, now_ms};
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, sqlx::FromRow)]
+pub struct AppRecord {
+    #[serde(skip)]
+    pub id: String,
+    pub slug: String,
+    pub name: String,
+    pub description: String,
+    pub created_ms: i64,
+}
+
+impl Tx {
+    pub async fn insert_app(
+        &mut self,
+        slug: &AppSlug,
+        name: &str,
+        description: &str,
+    ) -> StoreResult<AppRecord> {
+        let record = AppRecord {
+            id: new_id(),
+            slug: slug.to_string(),
+            name: name.to_owned(),
+            description: description.to_owned(),
+            created_ms: now_ms(),
+        };
+        sqlx::query(self.sql(
+            "INSERT INTO apps (id, slug, name, description, created_ms) VALUES (?, ?, ?, ?, ?)",
+        ))
+        .bind(&record.id)
+        .bind(&record.slug)
+        .bind(&record.name)
+        .bind(&record.description)
+        .bind(record.created_ms)
+        .execute(&mut *self.inner)
+        .await?;
+        Ok(record)
+    }
+
+    pub async fn app_by_slug(&mut self, slug: &str) -> StoreResult<Option<AppRecord>> {
+        Ok(sqlx::query_as(
+            self.sql("SELECT id, slug, name, description, created_ms FROM apps WHERE slug = ?"),
+        )
+        .bind(slug)
+        .fetch_optional(&mut *self.inner)
+        .await?)
+    }
+
+    pub async fn list_apps(&mut self) -> StoreResult<Vec<AppRecord>> {
+        Ok(sqlx::query_as(
+            self.sql("SELECT id, slug, name, description, created_ms FROM apps ORDER BY slug"),
+        )
+        .fetch_all(&mut *self.inner)
+        .await?)
+    }
+
+    /// The applications a user is a member of, in any role.
+    pub async fn list_apps_of_user(&mut self, user_id: &str) -> StoreResult<Vec<AppRecord>> {
+        Ok(sqlx::query_as(self.sql(
+            "SELECT a.id, a.slug, a.name, a.description, a.created_ms FROM apps a \
+             JOIN memberships m ON m.app_id = a.id WHERE m.user_id = ? ORDER BY a.slug",
+        ))
+        .bind(user_id)
+        .fetch_all(&mut *self.inner)
+        .await?)
+    }
+
+    /// Every slug of `slugs` that names no application.
+    pub async fn unknown_slugs(&mut self, slugs: &[AppSlug]) -> StoreResult<Vec<String>> {
+        let mut unknown = Vec::new();
+        for slug in slugs {
+            if self.app_by_slug(slug.as_str()).await?.is_none() {
+                unknown.push(slug.to_string());
+            }
+        }
+        Ok(unknown)
+    }
+}

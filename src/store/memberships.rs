@@ -1,0 +1,85 @@
+use serde::Serialize;
+
+use crate::domain::MemberRole;
+
+use super::{StoreResult, Tx, now_ms};
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, sqlx::FromRow)]
+pub struct MemberRecord {
+    pub username: String,
+    pub role: String,
+    pub created_ms: i64,
+}
+
+impl Tx {
+    /// Sets a user's role in an application; returns the role it had before, if any.
+    pub async fn set_membership(
+        &mut self,
+        app_id: &str,
+        user_id: &str,
+        role: MemberRole,
+    ) -> StoreResult<Option<MemberRole>> {
+        let before = self.role_in_app(app_id, user_id).await?;
+        if before.is_some() {
+            sqlx::query(
+                self.sql("UPDATE memberships SET role = ? WHERE app_id = ? AND user_id = ?"),
+            )
+            .bind(role.as_str())
+            .bind(app_id)
+            .bind(user_id)
+            .execute(&mut *self.inner)
+            .await?;
+        } else {
+            sqlx::query(self.sql(
+                "INSERT INTO memberships (app_id, user_id, role, created_ms) VALUES (?, ?, ?, ?)",
+            ))
+            .bind(app_id)
+            .bind(user_id)
+            .bind(role.as_str())
+            .bind(now_ms())
+            .execute(&mut *self.inner)
+            .await?;
+        }
+        Ok(before)
+    }
+
+    /// Removes a membership; returns the role it had, `None` if there was none.
+    pub async fn delete_membership(
+        &mut self,
+        app_id: &str,
+        user_id: &str,
+    ) -> StoreResult<Option<MemberRole>> {
+        let before = self.role_in_app(app_id, user_id).await?;
+        sqlx::query(self.sql("DELETE FROM memberships WHERE app_id = ? AND user_id = ?"))
+            .bind(app_id)
+            .bind(user_id)
+            .execute(&mut *self.inner)
+            .await?;
+        Ok(before)
+    }
+
+    pub async fn role_in_app(
+        &mut self,
+        app_id: &str,
+        user_id: &str,
+    ) -> StoreResult<Option<MemberRole>> {
+        let role: Option<String> = sqlx::query_scalar(
+            self.sql("SELECT role FROM memberships WHERE app_id = ? AND user_id = ?"),
+        )
+        .bind(app_id)
+        .bind(user_id)
+        .fetch_optional(&mut *self.inner)
+        .await?;
+        Ok(role.as_deref().and_then(MemberRole::from_db))
+    }
+
+    pub async fn list_members(&mut self, app_id: &str) -> StoreResult<Vec<MemberRecord>> {
+        Ok(sqlx::query_as(self.sql(
+            "SELECT u.username, m.role, m.created_ms FROM memberships m \
+             JOIN users u ON u.id = m.user_id WHERE m.app_id = ? ORDER BY u.username",
+        ))
+        .bind(app_id)
+        .fetch_all(&mut *self.inner)
+        .await?)
+    }
+}

@@ -1,0 +1,206 @@
+//! The SQL store: one code path for PostgreSQL, MySQL/MariaDB and SQLite through sqlx's
+//! `Any` driver. Queries are written once with `?` placeholders; [`Backend::sql`] turns
+//! them into `$1, $2, ...` for PostgreSQL. Every access goes through a [`Tx`], so reads
+//! and the writes with their audit event share one code path and one transaction.
+
+mod access_tokens;
+mod api_keys;
+mod apps;
+mod audit;
+mod ids;
+mod memberships;
+mod policies;
+mod users;
+
+use std::borrow::Cow;
+use std::str::FromStr;
+
+use anyhow::Context;
+use secrecy::{ExposeSecret, SecretString};
+use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
+use sqlx::{Any, AnyPool, AssertSqlSafe, Transaction};
+
+pub use access_tokens::TokenOwner;
+pub use api_keys::{ApiKeyRecord, KeyGrant};
+pub use apps::AppRecord;
+pub use audit::{AuditEntry, AuditFilter, AuditRecord};
+pub use ids::{new_id, now_ms};
+pub use memberships::MemberRecord;
+pub use policies::PolicyRecord;
+pub use users::UserRecord;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Postgres,
+    MySql,
+    Sqlite,
+}
+
+impl Backend {
+    fn of_url(url: &str) -> anyhow::Result<Self> {
+        if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            Ok(Self::Postgres)
+        } else if url.starts_with("mysql://") || url.starts_with("mariadb://") {
+            Ok(Self::MySql)
+        } else if url.starts_with("sqlite:") {
+            Ok(Self::Sqlite)
+        } else {
+            anyhow::bail!("database_url must start with postgres://, mysql:// or sqlite:")
+        }
+    }
+
+    /// The query with PostgreSQL's numbered placeholders where needed. Queries are
+    /// static strings of ours, so the rewrite cannot inject anything.
+    fn sql(self, query: &'static str) -> AssertSqlSafe<Cow<'static, str>> {
+        if self != Self::Postgres || !query.contains('?') {
+            return AssertSqlSafe(Cow::Borrowed(query));
+        }
+        AssertSqlSafe(Cow::Owned(Self::number_placeholders(query)))
+    }
+
+    /// A query assembled at run time from fragments of ours (filters), never from input.
+    fn sql_built(self, query: String) -> AssertSqlSafe<Cow<'static, str>> {
+        if self != Self::Postgres {
+            return AssertSqlSafe(Cow::Owned(query));
+        }
+        AssertSqlSafe(Cow::Owned(Self::number_placeholders(&query)))
+    }
+
+    fn number_placeholders(query: &str) -> String {
+        let mut out = String::with_capacity(query.len() + 8);
+        let mut n = 0;
+        for c in query.chars() {
+            if c == '?' {
+                n += 1;
+                out.push('$');
+                out.push_str(&n.to_string());
+            } else {
+                out.push(c);
+            }
+        }
+        out
+    }
+}
+
+/// Storage errors a caller can act on; everything else is `Other`.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// A unique constraint refused the row (name taken).
+    #[error("already exists")]
+    Conflict,
+    #[error(transparent)]
+    Other(#[from] anyhow::Error),
+}
+
+impl From<sqlx::Error> for StoreError {
+    fn from(e: sqlx::Error) -> Self {
+        if let sqlx::Error::Database(db) = &e
+            && db.is_unique_violation()
+        {
+            return Self::Conflict;
+        }
+        Self::Other(anyhow::Error::new(e))
+    }
+}
+
+pub type StoreResult<T> = Result<T, StoreError>;
+
+#[derive(Clone)]
+pub struct Store {
+    pool: AnyPool,
+    backend: Backend,
+}
+
+static MIGRATE_POSTGRES: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/postgres");
+static MIGRATE_MYSQL: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/mysql");
+static MIGRATE_SQLITE: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/sqlite");
+
+impl Store {
+    pub async fn connect(url: &SecretString) -> anyhow::Result<Self> {
+        sqlx::any::install_default_drivers();
+        let url = url.expose_secret();
+        let backend = Backend::of_url(url)?;
+        let url = match backend {
+            // Create the SQLite file on first start, so `ratekeeper` runs on an empty dir.
+            Backend::Sqlite if !url.contains("mode=") => {
+                let sep = if url.contains('?') { '&' } else { '?' };
+                format!("{url}{sep}mode=rwc")
+            }
+            _ => url.to_owned(),
+        };
+        let options = AnyConnectOptions::from_str(&url).context("invalid database_url")?;
+        let pool = AnyPoolOptions::new()
+            .max_connections(if backend == Backend::Sqlite { 4 } else { 10 })
+            .connect_with(options)
+            .await
+            .context("cannot connect to the database")?;
+        Ok(Self { pool, backend })
+    }
+
+    pub fn backend(&self) -> Backend {
+        self.backend
+    }
+
+    /// Applies the migrations of this backend that have not run yet.
+    pub async fn migrate(&self) -> anyhow::Result<()> {
+        let migrator = match self.backend {
+            Backend::Postgres => &MIGRATE_POSTGRES,
+            Backend::MySql => &MIGRATE_MYSQL,
+            Backend::Sqlite => &MIGRATE_SQLITE,
+        };
+        migrator
+            .run(&self.pool)
+            .await
+            .context("database migration failed")
+    }
+
+    pub async fn begin(&self) -> StoreResult<Tx> {
+        Ok(Tx {
+            inner: self.pool.begin().await?,
+            backend: self.backend,
+        })
+    }
+
+    /// `SELECT 1`, for readiness.
+    pub async fn ping(&self) -> StoreResult<()> {
+        sqlx::query("SELECT 1").execute(&self.pool).await?;
+        Ok(())
+    }
+
+    pub async fn close(&self) {
+        self.pool.close().await;
+    }
+}
+
+/// One transaction; the store's operations are methods on it (see the sibling modules).
+pub struct Tx {
+    inner: Transaction<'static, Any>,
+    backend: Backend,
+}
+
+impl Tx {
+    pub async fn commit(self) -> StoreResult<()> {
+        self.inner.commit().await?;
+        Ok(())
+    }
+
+    fn sql(&self, query: &'static str) -> AssertSqlSafe<Cow<'static, str>> {
+        self.backend.sql(query)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn placeholders_are_numbered_for_postgres_only() {
+        let q = "SELECT a FROM t WHERE b = ? AND c = ?";
+        assert_eq!(
+            Backend::Postgres.sql(q).0,
+            "SELECT a FROM t WHERE b = $1 AND c = $2"
+        );
+        assert_eq!(Backend::MySql.sql(q).0, q);
+        assert_eq!(Backend::Sqlite.sql(q).0, q);
+    }
+}

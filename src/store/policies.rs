@@ -1,0 +1,189 @@
+use anyhow::Context;
+
+use crate::domain::{Algorithm, AppSlug, FailureMode, MaxPermits, PolicyName, PolicySpec, Rate};
+
+use super::{StoreError, StoreResult, Tx, new_id, now_ms};
+
+/// A stored policy: its validated spec plus the bookkeeping the store adds.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PolicyRecord {
+    pub id: String,
+    pub spec: PolicySpec,
+    pub version: i64,
+    pub created_ms: i64,
+    pub updated_ms: i64,
+}
+
+#[derive(sqlx::FromRow)]
+struct PolicyRow {
+    id: String,
+    name: String,
+    owner_app: String,
+    algorithm: String,
+    rate: f64,
+    max_permits: i64,
+    allowed_apps: String,
+    failure_mode: String,
+    enabled: i64,
+    description: String,
+    version: i64,
+    created_ms: i64,
+    updated_ms: i64,
+}
+
+impl PolicyRow {
+    /// Rows are parsed like any other input: a row that no longer parses is an error
+    /// with the policy's name, never a silently wrong limit.
+    fn parse(self) -> StoreResult<PolicyRecord> {
+        let name = self.name.clone();
+        let parse = || -> anyhow::Result<PolicyRecord> {
+            let allowed: Vec<String> = serde_json::from_str(&self.allowed_apps)?;
+            let spec = PolicySpec {
+                name: PolicyName::parse(&self.name)?,
+                owner_app: AppSlug::parse(&self.owner_app)?,
+                algorithm: Algorithm::parse_field("algorithm", &self.algorithm)?,
+                rate: Rate::parse_field("rate", self.rate)?,
+                max_permits: MaxPermits::parse_field("max_permits", self.max_permits)?,
+                allowed_apps: allowed
+                    .iter()
+                    .map(|s| AppSlug::parse(s))
+                    .collect::<Result<_, _>>()?,
+                failure_mode: FailureMode::parse_field("failure_mode", &self.failure_mode)?,
+                enabled: self.enabled != 0,
+                description: self.description,
+            };
+            Ok(PolicyRecord {
+                id: self.id,
+                spec,
+                version: self.version,
+                created_ms: self.created_ms,
+                updated_ms: self.updated_ms,
+            })
+        };
+        parse()
+            .with_context(|| format!("stored policy {name:?} is invalid"))
+            .map_err(StoreError::Other)
+    }
+}
+
+const SELECT: &str = "SELECT p.id, p.name, a.slug AS owner_app, p.algorithm, p.rate, \
+    p.max_permits, p.allowed_apps, p.failure_mode, p.enabled, p.description, p.version, \
+    p.created_ms, p.updated_ms FROM policies p JOIN apps a ON a.id = p.app_id";
+
+fn apps_json(spec: &PolicySpec) -> String {
+    let slugs: Vec<&str> = spec.allowed_apps.iter().map(AppSlug::as_str).collect();
+    serde_json::to_string(&slugs).expect("a list of strings serialises")
+}
+
+impl Tx {
+    pub async fn insert_policy(
+        &mut self,
+        app_id: &str,
+        spec: &PolicySpec,
+    ) -> StoreResult<PolicyRecord> {
+        let now = now_ms();
+        let record = PolicyRecord {
+            id: new_id(),
+            spec: spec.clone(),
+            version: 1,
+            created_ms: now,
+            updated_ms: now,
+        };
+        sqlx::query(self.sql(
+            "INSERT INTO policies (id, name, app_id, algorithm, rate, max_permits, allowed_apps, \
+             failure_mode, enabled, description, version, created_ms, updated_ms) \
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        ))
+        .bind(&record.id)
+        .bind(spec.name.as_str())
+        .bind(app_id)
+        .bind(spec.algorithm.as_str())
+        .bind(spec.rate.get())
+        .bind(spec.max_permits.get())
+        .bind(apps_json(spec))
+        .bind(spec.failure_mode.as_str())
+        .bind(i64::from(spec.enabled))
+        .bind(&spec.description)
+        .bind(record.version)
+        .bind(now)
+        .bind(now)
+        .execute(&mut *self.inner)
+        .await?;
+        Ok(record)
+    }
+
+    /// Replaces a policy's spec if its version is still `expected_version`, and bumps the
+    /// version. `None` when another change came first.
+    pub async fn update_policy(
+        &mut self,
+        current: &PolicyRecord,
+        spec: &PolicySpec,
+    ) -> StoreResult<Option<PolicyRecord>> {
+        let now = now_ms();
+        let done = sqlx::query(self.sql(
+            "UPDATE policies SET algorithm = ?, rate = ?, max_permits = ?, allowed_apps = ?, \
+             failure_mode = ?, enabled = ?, description = ?, version = version + 1, updated_ms = ? \
+             WHERE id = ? AND version = ?",
+        ))
+        .bind(spec.algorithm.as_str())
+        .bind(spec.rate.get())
+        .bind(spec.max_permits.get())
+        .bind(apps_json(spec))
+        .bind(spec.failure_mode.as_str())
+        .bind(i64::from(spec.enabled))
+        .bind(&spec.description)
+        .bind(now)
+        .bind(&current.id)
+        .bind(current.version)
+        .execute(&mut *self.inner)
+        .await?;
+        if done.rows_affected() == 0 {
+            return Ok(None);
+        }
+        Ok(Some(PolicyRecord {
+            id: current.id.clone(),
+            spec: spec.clone(),
+            version: current.version + 1,
+            created_ms: current.created_ms,
+            updated_ms: now,
+        }))
+    }
+
+    pub async fn delete_policy(&mut self, id: &str) -> StoreResult<bool> {
+        let done = sqlx::query(self.sql("DELETE FROM policies WHERE id = ?"))
+            .bind(id)
+            .execute(&mut *self.inner)
+            .await?;
+        Ok(done.rows_affected() > 0)
+    }
+
+    pub async fn policy_by_name(&mut self, name: &str) -> StoreResult<Option<PolicyRecord>> {
+        let row: Option<PolicyRow> =
+            sqlx::query_as(self.backend.sql_built(format!("{SELECT} WHERE p.name = ?")))
+                .bind(name)
+                .fetch_optional(&mut *self.inner)
+                .await?;
+        row.map(PolicyRow::parse).transpose()
+    }
+
+    /// Policies owned by one application, or every policy when `app_id` is `None`.
+    pub async fn list_policies(&mut self, app_id: Option<&str>) -> StoreResult<Vec<PolicyRecord>> {
+        let rows: Vec<PolicyRow> = match app_id {
+            Some(app_id) => {
+                sqlx::query_as(
+                    self.backend
+                        .sql_built(format!("{SELECT} WHERE p.app_id = ? ORDER BY p.name")),
+                )
+                .bind(app_id)
+                .fetch_all(&mut *self.inner)
+                .await?
+            }
+            None => {
+                sqlx::query_as(self.backend.sql_built(format!("{SELECT} ORDER BY p.name")))
+                    .fetch_all(&mut *self.inner)
+                    .await?
+            }
+        };
+        rows.into_iter().map(PolicyRow::parse).collect()
+    }
+}

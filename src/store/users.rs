@@ -1,0 +1,82 @@
+use crate::domain::Username;
+
+use super::{StoreResult, Tx, new_id, now_ms};
+
+#[derive(Clone, sqlx::FromRow)]
+pub struct UserRecord {
+    pub id: String,
+    pub username: String,
+    pub password_hash: String,
+    pub is_admin: i64,
+    pub disabled: i64,
+    pub created_ms: i64,
+}
+
+impl std::fmt::Debug for UserRecord {
+    // The password hash stays out of logs.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("UserRecord")
+            .field("id", &self.id)
+            .field("username", &self.username)
+            .field("is_admin", &self.is_admin)
+            .field("disabled", &self.disabled)
+            .finish_non_exhaustive()
+    }
+}
+
+impl UserRecord {
+    pub fn is_admin(&self) -> bool {
+        self.is_admin != 0
+    }
+
+    pub fn is_disabled(&self) -> bool {
+        self.disabled != 0
+    }
+}
+
+impl Tx {
+    pub async fn insert_user(
+        &mut self,
+        username: &Username,
+        password_hash: &str,
+        is_admin: bool,
+    ) -> StoreResult<UserRecord> {
+        let now = now_ms();
+        let record = UserRecord {
+            id: new_id(),
+            username: username.to_string(),
+            password_hash: password_hash.to_owned(),
+            is_admin: i64::from(is_admin),
+            disabled: 0,
+            created_ms: now,
+        };
+        sqlx::query(self.sql(
+            "INSERT INTO users (id, username, password_hash, is_admin, disabled, created_ms, updated_ms) \
+             VALUES (?, ?, ?, ?, 0, ?, ?)",
+        ))
+        .bind(&record.id)
+        .bind(&record.username)
+        .bind(&record.password_hash)
+        .bind(record.is_admin)
+        .bind(now)
+        .bind(now)
+        .execute(&mut *self.inner)
+        .await?;
+        Ok(record)
+    }
+
+    pub async fn user_by_name(&mut self, username: &str) -> StoreResult<Option<UserRecord>> {
+        Ok(sqlx::query_as(self.sql(
+            "SELECT id, username, password_hash, is_admin, disabled, created_ms FROM users WHERE username = ?",
+        ))
+        .bind(username)
+        .fetch_optional(&mut *self.inner)
+        .await?)
+    }
+
+    pub async fn count_users(&mut self) -> StoreResult<i64> {
+        Ok(sqlx::query_scalar(self.sql("SELECT COUNT(*) FROM users"))
+            .fetch_one(&mut *self.inner)
+            .await?)
+    }
+}
