@@ -1,0 +1,90 @@
+use serde_json::json;
+
+use crate::auth::{Actor, Permission};
+use crate::domain::{AppSlug, FieldErrors, check_description};
+use crate::store::AuditEntry;
+
+use super::inputs::{AppInput, required, text};
+use super::{
+    Admin, AdminError, AdminResult, ApiKeyView, AppDetail, AppView, MemberView, authorised_app,
+};
+
+impl Admin {
+    /// Applications are made by admins; their owners run them from then on.
+    pub async fn create_app(&self, actor: &Actor, input: AppInput) -> AdminResult<AppView> {
+        if !actor.is_admin {
+            return Err(AdminError::Forbidden);
+        }
+        let mut errors = FieldErrors::default();
+        let slug = required(&mut errors, "slug", &input.slug)
+            .and_then(|s| errors.check(AppSlug::parse(&s)));
+        let name = required(&mut errors, "name", &input.name)
+            .and_then(|n| errors.check(text("name", &n, 200)));
+        let description = errors.check(check_description(
+            "description",
+            input.description.as_deref().unwrap_or(""),
+        ));
+        errors.clone().into_result()?;
+        let (Some(slug), Some(name), Some(description)) = (slug, name, description) else {
+            return Err(AdminError::Invalid(errors));
+        };
+
+        let mut tx = self.store.begin().await?;
+        let app = match tx.insert_app(&slug, &name, &description).await {
+            Err(crate::store::StoreError::Conflict) => {
+                return Err(AdminError::Conflict(format!(
+                    "an application with slug {slug:?} already exists"
+                )));
+            }
+            other => other?,
+        };
+        let view = AppView::from(&app);
+        tx.record_audit(AuditEntry {
+            actor: &actor.name,
+            app_slug: Some(&app.slug),
+            entity_type: "app",
+            entity_id: &app.slug,
+            action: "create",
+            before: None,
+            after: Some(json!(view)),
+        })
+        .await?;
+        tx.commit().await?;
+        Ok(view)
+    }
+
+    /// The applications the actor may see: all for admins, their own for members.
+    pub async fn list_apps(&self, actor: &Actor) -> AdminResult<Vec<AppView>> {
+        let mut tx = self.store.begin().await?;
+        let apps = match (&actor.user_id, actor.is_admin) {
+            (_, true) => tx.list_apps().await?,
+            (Some(user_id), false) => tx.list_apps_of_user(user_id).await?,
+            (None, false) => Vec::new(),
+        };
+        tx.commit().await?;
+        Ok(apps.iter().map(AppView::from).collect())
+    }
+
+    pub async fn get_app(&self, actor: &Actor, slug: &str) -> AdminResult<AppDetail> {
+        let mut tx = self.store.begin().await?;
+        let app = authorised_app(&mut tx, actor, slug, Permission::View).await?;
+        let members = tx.list_members(&app.id).await?;
+        let keys = tx.list_api_keys(&app.id).await?;
+        let your_role = if actor.is_admin {
+            "admin".to_owned()
+        } else {
+            members
+                .iter()
+                .find(|m| m.username == actor.name)
+                .map(|m| m.role.clone())
+                .unwrap_or_default()
+        };
+        tx.commit().await?;
+        Ok(AppDetail {
+            app: AppView::from(&app),
+            your_role,
+            members: members.iter().map(MemberView::from).collect(),
+            keys: keys.iter().map(ApiKeyView::from).collect(),
+        })
+    }
+}

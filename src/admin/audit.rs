@@ -1,0 +1,35 @@
+use crate::auth::Actor;
+use crate::store::AuditFilter;
+
+use super::{Admin, AdminResult, AuditView};
+
+pub const AUDIT_PAGE_SIZE: u32 = 50;
+
+impl Admin {
+    /// Audit events, newest first: all for admins; for members, those of their apps.
+    pub async fn list_audit(
+        &self,
+        actor: &Actor,
+        mut filter: AuditFilter,
+    ) -> AdminResult<Vec<AuditView>> {
+        let mut tx = self.store.begin().await?;
+        if !actor.is_admin {
+            let visible = match &actor.user_id {
+                Some(user_id) => tx
+                    .list_apps_of_user(user_id)
+                    .await?
+                    .into_iter()
+                    .map(|a| a.slug)
+                    .collect(),
+                None => Vec::new(),
+            };
+            filter.visible_apps = Some(visible);
+        }
+        if filter.per_page == 0 {
+            filter.per_page = AUDIT_PAGE_SIZE;
+        }
+        let events = tx.list_audit(&filter).await?;
+        tx.commit().await?;
+        Ok(events.into_iter().map(AuditView::from).collect())
+    }
+}

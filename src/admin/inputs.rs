@@ -1,0 +1,71 @@
+//! The bodies clients send. Every field is optional here so that a missing or mistyped
+//! field becomes a 422 naming it, never a generic parse failure; unknown fields are
+//! refused for the same reason (a typo must not be silently ignored).
+
+use serde::Deserialize;
+use utoipa::ToSchema;
+
+use crate::domain::{FieldError, FieldErrors};
+
+#[derive(Debug, Default, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AppInput {
+    pub slug: Option<String>,
+    pub name: Option<String>,
+    pub description: Option<String>,
+}
+
+#[derive(Debug, Default, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct KeyInput {
+    pub label: Option<String>,
+}
+
+#[derive(Debug, Default, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MemberInput {
+    /// `owner` or `viewer`.
+    pub role: Option<String>,
+}
+
+/// A policy to create, or any subset of its fields to change.
+#[derive(Debug, Default, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PolicyInput {
+    pub name: Option<String>,
+    pub owner_app: Option<String>,
+    pub algorithm: Option<String>,
+    /// Permits per second; fractional allowed (0.2 = 12 per minute).
+    pub rate: Option<f64>,
+    pub max_permits: Option<i64>,
+    pub allowed_apps: Option<Vec<String>>,
+    /// `closed` (default) or `open`.
+    pub failure_mode: Option<String>,
+    pub enabled: Option<bool>,
+    pub description: Option<String>,
+    /// On a change: the version the client last saw; a stale one is refused with 409.
+    pub version: Option<i64>,
+}
+
+/// A required field's value, or an error naming it.
+pub fn required<T: Clone>(errors: &mut FieldErrors, field: &str, value: &Option<T>) -> Option<T> {
+    if value.is_none() {
+        errors.push(field, "is required");
+    }
+    value.clone()
+}
+
+/// A trimmed, non-empty text of at most `max` characters.
+pub fn text(field: &str, value: &str, max: usize) -> Result<String, FieldError> {
+    let value = value.trim();
+    if value.is_empty() {
+        Err(FieldError::new(field, "must not be empty"))
+    } else if value.chars().count() > max {
+        Err(FieldError::new(
+            field,
+            format!("must be at most {max} characters"),
+        ))
+    } else {
+        Ok(value.to_owned())
+    }
+}

@@ -1,0 +1,106 @@
+//! Admin operations: every read and change of apps, members, keys, policies, users and
+//! the audit log, each checked against the permission rules and each change audited in
+//! the same transaction. The JSON API, the CLI and the console all call these, so one
+//! set of rules serves them all. Handlers parse and render; the decisions are here.
+
+mod apps;
+mod audit;
+mod inputs;
+mod keys;
+mod members;
+mod policies;
+mod users;
+mod views;
+
+pub use inputs::{AppInput, KeyInput, MemberInput, PolicyInput};
+pub use views::{ApiKeyView, AppDetail, AppView, AuditView, CreatedKey, MemberView, PolicyView};
+
+use crate::auth::{Actor, Permission};
+use crate::domain::{FieldError, FieldErrors};
+use crate::limiter::Limiter;
+use crate::store::{AppRecord, Store, StoreError, Tx};
+use crate::sync::Sync;
+
+#[derive(Debug, thiserror::Error)]
+pub enum AdminError {
+    #[error("{0} not found")]
+    NotFound(&'static str),
+    #[error("not permitted")]
+    Forbidden,
+    #[error("invalid input: {0}")]
+    Invalid(FieldErrors),
+    #[error("{0}")]
+    Conflict(String),
+    #[error("the policy was changed meanwhile; its version is now {current}")]
+    VersionConflict { current: i64 },
+    #[error("redis is unavailable")]
+    Unavailable(#[source] anyhow::Error),
+    #[error(transparent)]
+    Internal(anyhow::Error),
+}
+
+impl From<StoreError> for AdminError {
+    fn from(e: StoreError) -> Self {
+        match e {
+            StoreError::Conflict => Self::Conflict("already exists".into()),
+            StoreError::Other(e) => Self::Internal(e),
+        }
+    }
+}
+
+impl From<FieldErrors> for AdminError {
+    fn from(e: FieldErrors) -> Self {
+        Self::Invalid(e)
+    }
+}
+
+impl From<FieldError> for AdminError {
+    fn from(e: FieldError) -> Self {
+        Self::Invalid(e.into())
+    }
+}
+
+pub type AdminResult<T> = Result<T, AdminError>;
+
+#[derive(Clone)]
+pub struct Admin {
+    store: Store,
+    sync: Sync,
+    limiter: Limiter,
+}
+
+impl Admin {
+    pub fn new(store: Store, sync: Sync, limiter: Limiter) -> Self {
+        Self {
+            store,
+            sync,
+            limiter,
+        }
+    }
+
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+}
+
+/// Loads an application and checks that `actor` may do `wanted` with it.
+async fn authorised_app(
+    tx: &mut Tx,
+    actor: &Actor,
+    slug: &str,
+    wanted: Permission,
+) -> AdminResult<AppRecord> {
+    let app = tx
+        .app_by_slug(slug)
+        .await?
+        .ok_or(AdminError::NotFound("application"))?;
+    let role = match &actor.user_id {
+        Some(user_id) => tx.role_in_app(&app.id, user_id).await?,
+        None => None,
+    };
+    if actor.may(role, wanted) {
+        Ok(app)
+    } else {
+        Err(AdminError::Forbidden)
+    }
+}

@@ -1,0 +1,307 @@
+use serde_json::json;
+
+use crate::auth::{Actor, Permission};
+use crate::domain::{
+    Algorithm, AppSlug, FailureMode, FieldError, FieldErrors, MaxPermits, PolicyName, PolicySpec,
+    Rate, check_description,
+};
+use crate::limiter::BucketState;
+use crate::store::{AuditEntry, PolicyRecord, StoreError};
+
+use super::inputs::{PolicyInput, required};
+use super::{Admin, AdminError, AdminResult, PolicyView, authorised_app};
+
+/// Builds a complete, valid spec from the input, taking what it leaves out from `base`
+/// (the current policy, on a change) or from the defaults (on a create).
+fn build_spec(input: &PolicyInput, base: Option<&PolicySpec>) -> Result<PolicySpec, FieldErrors> {
+    let mut errors = FieldErrors::default();
+    let creating = base.is_none();
+    let name = match (base, &input.name) {
+        (Some(b), Some(n)) if n != b.name.as_str() => {
+            errors.push("name", "cannot be changed; create a new policy instead");
+            None
+        }
+        (Some(b), _) => Some(b.name.clone()),
+        (None, n) => {
+            required(&mut errors, "name", n).and_then(|n| errors.check(PolicyName::parse(&n)))
+        }
+    };
+    let owner_app = match (base, &input.owner_app) {
+        (Some(b), Some(o)) if o != b.owner_app.as_str() => {
+            errors.push("owner_app", "cannot be changed");
+            None
+        }
+        (Some(b), _) => Some(b.owner_app.clone()),
+        (None, o) => required(&mut errors, "owner_app", o)
+            .and_then(|o| errors.check(AppSlug::parse_field("owner_app", &o))),
+    };
+    let algorithm = match &input.algorithm {
+        Some(a) => errors.check(Algorithm::parse_field("algorithm", a)),
+        None => Some(base.map_or(Algorithm::TokenBucket, |b| b.algorithm)),
+    };
+    let rate = match (input.rate, base) {
+        (Some(r), _) => errors.check(Rate::parse_field("rate", r)),
+        (None, Some(b)) => Some(b.rate),
+        (None, None) => {
+            errors.push("rate", "is required");
+            None
+        }
+    };
+    let max_permits = match (input.max_permits, base) {
+        (Some(m), _) => errors.check(MaxPermits::parse_field("max_permits", m)),
+        (None, Some(b)) => Some(b.max_permits),
+        (None, None) => {
+            errors.push("max_permits", "is required");
+            None
+        }
+    };
+    let failure_mode = match &input.failure_mode {
+        Some(f) => errors.check(FailureMode::parse_field("failure_mode", f)),
+        None => Some(base.map_or(FailureMode::Closed, |b| b.failure_mode)),
+    };
+    let description = match &input.description {
+        Some(d) => errors.check(check_description("description", d)),
+        None => Some(base.map(|b| b.description.clone()).unwrap_or_default()),
+    };
+    let allowed_apps = match &input.allowed_apps {
+        Some(list) => {
+            let mut slugs = Vec::with_capacity(list.len());
+            for (i, s) in list.iter().enumerate() {
+                match AppSlug::parse_field(&format!("allowed_apps[{i}]"), s) {
+                    Ok(slug) if !slugs.contains(&slug) => slugs.push(slug),
+                    Ok(_) => {}
+                    Err(e) => errors.0.push(e),
+                }
+            }
+            if list.is_empty() {
+                errors.push("allowed_apps", "must name at least one application");
+            }
+            Some(slugs)
+        }
+        None => base
+            .map(|b| b.allowed_apps.clone())
+            .or_else(|| owner_app.clone().map(|o| vec![o])),
+    };
+    if creating && input.version.is_some() {
+        errors.push("version", "is only accepted on a change");
+    }
+    match (
+        name,
+        owner_app,
+        algorithm,
+        rate,
+        max_permits,
+        allowed_apps,
+        failure_mode,
+        description,
+    ) {
+        (
+            Some(name),
+            Some(owner_app),
+            Some(algorithm),
+            Some(rate),
+            Some(max_permits),
+            Some(allowed_apps),
+            Some(failure_mode),
+            Some(description),
+        ) if errors.is_empty() => Ok(PolicySpec {
+            name,
+            owner_app,
+            algorithm,
+            rate,
+            max_permits,
+            allowed_apps,
+            failure_mode,
+            enabled: input.enabled.unwrap_or(base.is_none_or(|b| b.enabled)),
+            description,
+        }),
+        _ => Err(errors),
+    }
+}
+
+impl Admin {
+    pub async fn create_policy(
+        &self,
+        actor: &Actor,
+        input: PolicyInput,
+    ) -> AdminResult<PolicyView> {
+        let spec = build_spec(&input, None)?;
+        let mut tx = self.store.begin().await?;
+        let app = authorised_app(&mut tx, actor, spec.owner_app.as_str(), Permission::Edit).await?;
+        check_apps_exist(&mut tx, &spec).await?;
+        let record = match tx.insert_policy(&app.id, &spec).await {
+            Err(StoreError::Conflict) => {
+                return Err(AdminError::Conflict(format!(
+                    "a policy named {:?} already exists",
+                    spec.name.as_str()
+                )));
+            }
+            other => other?,
+        };
+        let view = PolicyView::from(&record);
+        tx.record_audit(AuditEntry {
+            actor: &actor.name,
+            app_slug: Some(&app.slug),
+            entity_type: "policy",
+            entity_id: spec.name.as_str(),
+            action: "create",
+            before: None,
+            after: Some(json!(view)),
+        })
+        .await?;
+        tx.commit().await?;
+        self.sync.policy_saved(&record).await;
+        Ok(view)
+    }
+
+    /// Changes any subset of a policy's fields. A change that changes nothing keeps the
+    /// version (and so never touches Redis).
+    pub async fn update_policy(
+        &self,
+        actor: &Actor,
+        name: &str,
+        input: PolicyInput,
+    ) -> AdminResult<PolicyView> {
+        let mut tx = self.store.begin().await?;
+        let current = self
+            .readable_policy(&mut tx, actor, name, Permission::Edit)
+            .await?;
+        if let Some(seen) = input.version
+            && seen != current.version
+        {
+            return Err(AdminError::VersionConflict {
+                current: current.version,
+            });
+        }
+        let spec = build_spec(&input, Some(&current.spec))?;
+        if spec == current.spec {
+            tx.commit().await?;
+            return Ok(PolicyView::from(&current));
+        }
+        check_apps_exist(&mut tx, &spec).await?;
+        let Some(updated) = tx.update_policy(&current, &spec).await? else {
+            let now = tx
+                .policy_by_name(name)
+                .await?
+                .ok_or(AdminError::NotFound("policy"))?;
+            return Err(AdminError::VersionConflict {
+                current: now.version,
+            });
+        };
+        let view = PolicyView::from(&updated);
+        tx.record_audit(AuditEntry {
+            actor: &actor.name,
+            app_slug: Some(spec.owner_app.as_str()),
+            entity_type: "policy",
+            entity_id: spec.name.as_str(),
+            action: "update",
+            before: Some(json!(PolicyView::from(&current))),
+            after: Some(json!(view)),
+        })
+        .await?;
+        tx.commit().await?;
+        self.sync.policy_saved(&updated).await;
+        Ok(view)
+    }
+
+    pub async fn delete_policy(&self, actor: &Actor, name: &str) -> AdminResult<()> {
+        let mut tx = self.store.begin().await?;
+        let current = self
+            .readable_policy(&mut tx, actor, name, Permission::Edit)
+            .await?;
+        tx.delete_policy(&current.id).await?;
+        tx.record_audit(AuditEntry {
+            actor: &actor.name,
+            app_slug: Some(current.spec.owner_app.as_str()),
+            entity_type: "policy",
+            entity_id: current.spec.name.as_str(),
+            action: "delete",
+            before: Some(json!(PolicyView::from(&current))),
+            after: None,
+        })
+        .await?;
+        tx.commit().await?;
+        self.sync.policy_deleted(&current.spec.name).await;
+        Ok(())
+    }
+
+    pub async fn get_policy(&self, actor: &Actor, name: &str) -> AdminResult<PolicyView> {
+        let mut tx = self.store.begin().await?;
+        let record = self
+            .readable_policy(&mut tx, actor, name, Permission::View)
+            .await?;
+        tx.commit().await?;
+        Ok(PolicyView::from(&record))
+    }
+
+    /// The policies of one application, or of every application the actor may see.
+    pub async fn list_policies(
+        &self,
+        actor: &Actor,
+        app: Option<&str>,
+    ) -> AdminResult<Vec<PolicyView>> {
+        let mut tx = self.store.begin().await?;
+        let records = match (app, &actor.user_id) {
+            (Some(slug), _) => {
+                let app = authorised_app(&mut tx, actor, slug, Permission::View).await?;
+                tx.list_policies(Some(&app.id)).await?
+            }
+            (None, _) if actor.is_admin => tx.list_policies(None).await?,
+            (None, Some(user_id)) => {
+                let mut all = Vec::new();
+                for app in tx.list_apps_of_user(user_id).await? {
+                    all.extend(tx.list_policies(Some(&app.id)).await?);
+                }
+                all.sort_by(|a, b| a.spec.name.cmp(&b.spec.name));
+                all
+            }
+            (None, None) => Vec::new(),
+        };
+        tx.commit().await?;
+        Ok(records.iter().map(PolicyView::from).collect())
+    }
+
+    /// The bucket as Redis holds it now.
+    pub async fn policy_state(&self, actor: &Actor, name: &str) -> AdminResult<BucketState> {
+        let mut tx = self.store.begin().await?;
+        let record = self
+            .readable_policy(&mut tx, actor, name, Permission::View)
+            .await?;
+        tx.commit().await?;
+        self.limiter
+            .bucket_state(&record.spec.name)
+            .await
+            .map_err(|e| AdminError::Unavailable(e.into()))?
+            .ok_or(AdminError::NotFound(
+                "policy state in redis (the next sync pass restores it)",
+            ))
+    }
+
+    async fn readable_policy(
+        &self,
+        tx: &mut crate::store::Tx,
+        actor: &Actor,
+        name: &str,
+        wanted: Permission,
+    ) -> AdminResult<PolicyRecord> {
+        let record = tx
+            .policy_by_name(name)
+            .await?
+            .ok_or(AdminError::NotFound("policy"))?;
+        authorised_app(tx, actor, record.spec.owner_app.as_str(), wanted).await?;
+        Ok(record)
+    }
+}
+
+async fn check_apps_exist(tx: &mut crate::store::Tx, spec: &PolicySpec) -> AdminResult<()> {
+    let unknown = tx.unknown_slugs(&spec.allowed_apps).await?;
+    if unknown.is_empty() {
+        Ok(())
+    } else {
+        Err(FieldError::new(
+            "allowed_apps",
+            format!("no such application: {}", unknown.join(", ")),
+        )
+        .into())
+    }
+}

@@ -1,0 +1,123 @@
+use secrecy::{ExposeSecret, SecretString};
+use serde_json::json;
+
+use crate::auth::{Actor, Secret, SecretKind, hash_password};
+use crate::domain::{FieldError, Username};
+use crate::store::{AuditEntry, StoreError, UserRecord};
+
+use super::{Admin, AdminError, AdminResult};
+
+pub const MIN_PASSWORD_CHARS: usize = 8;
+
+impl Admin {
+    pub async fn create_user(
+        &self,
+        actor: &Actor,
+        username: &str,
+        password: SecretString,
+        is_admin: bool,
+    ) -> AdminResult<UserRecord> {
+        if !actor.is_admin {
+            return Err(AdminError::Forbidden);
+        }
+        let username = Username::parse(username)?;
+        if password.expose_secret().chars().count() < MIN_PASSWORD_CHARS {
+            return Err(FieldError::new(
+                "password",
+                format!("must be at least {MIN_PASSWORD_CHARS} characters"),
+            )
+            .into());
+        }
+        let hash = hash_password(password)
+            .await
+            .map_err(|e| AdminError::Internal(e.into()))?;
+        let mut tx = self.store.begin().await?;
+        let user = match tx.insert_user(&username, &hash, is_admin).await {
+            Err(StoreError::Conflict) => {
+                return Err(AdminError::Conflict(format!(
+                    "user {username} already exists"
+                )));
+            }
+            other => other?,
+        };
+        tx.record_audit(AuditEntry {
+            actor: &actor.name,
+            app_slug: None,
+            entity_type: "user",
+            entity_id: &user.username,
+            action: "create",
+            before: None,
+            after: Some(json!({"username": user.username, "admin": is_admin})),
+        })
+        .await?;
+        tx.commit().await?;
+        Ok(user)
+    }
+
+    /// A new personal access token for `username`; its text is returned once.
+    pub async fn create_token(
+        &self,
+        actor: &Actor,
+        username: &str,
+        label: &str,
+    ) -> AdminResult<SecretString> {
+        let mut tx = self.store.begin().await?;
+        let user = tx
+            .user_by_name(username)
+            .await?
+            .ok_or(AdminError::NotFound("user"))?;
+        if !actor.is_admin && actor.user_id.as_deref() != Some(&user.id) {
+            return Err(AdminError::Forbidden);
+        }
+        if user.is_disabled() {
+            return Err(AdminError::Conflict(format!("user {username} is disabled")));
+        }
+        let secret = Secret::generate(SecretKind::AccessToken);
+        let token_id = tx
+            .insert_access_token(&user.id, label, &secret.hash)
+            .await?;
+        tx.record_audit(AuditEntry {
+            actor: &actor.name,
+            app_slug: None,
+            entity_type: "access_token",
+            entity_id: &token_id,
+            action: "create",
+            before: None,
+            after: Some(json!({"user": user.username, "label": label})),
+        })
+        .await?;
+        tx.commit().await?;
+        Ok(secret.plain)
+    }
+
+    /// The user a presented access token belongs to, if it is live and the user enabled.
+    pub async fn actor_for_token(&self, presented: &str) -> AdminResult<Option<Actor>> {
+        let hash = crate::auth::hash_secret(presented);
+        let mut tx = self.store.begin().await?;
+        let owner = tx.token_owner(&hash).await?;
+        tx.commit().await?;
+        Ok(owner.map(|o| Actor::from_user(&o.user)))
+    }
+
+    /// At first start with no user at all: an `admin` with a random password, returned
+    /// so the caller prints it once. `None` when users exist.
+    pub async fn bootstrap_admin(&self) -> AdminResult<Option<SecretString>> {
+        let mut tx = self.store.begin().await?;
+        let count = tx.count_users().await?;
+        tx.commit().await?;
+        if count > 0 {
+            return Ok(None);
+        }
+        let secret = Secret::generate(SecretKind::AccessToken);
+        let password = SecretString::from(secret.expose()["rk_pat_".len()..].to_owned());
+        match self
+            .create_user(&Actor::operator(), "admin", password.clone(), true)
+            .await
+        {
+            Ok(_) => Ok(Some(password)),
+            // Another instance starting at the same moment made it first.
+            Err(AdminError::Conflict(_)) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+}

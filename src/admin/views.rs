@@ -1,0 +1,156 @@
+//! What the admin operations return: the JSON shapes of DESIGN.md section 8.
+
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use crate::domain::{Algorithm, FailureMode};
+use crate::store::{ApiKeyRecord, AppRecord, AuditRecord, MemberRecord, PolicyRecord};
+
+/// Unix ms as RFC 3339 (UTC), how every time leaves the API.
+pub fn rfc3339(ms: i64) -> String {
+    chrono::DateTime::from_timestamp_millis(ms)
+        .unwrap_or_default()
+        .to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+}
+
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct AppView {
+    pub slug: String,
+    pub name: String,
+    pub description: String,
+    pub created_at: String,
+}
+
+impl From<&AppRecord> for AppView {
+    fn from(r: &AppRecord) -> Self {
+        Self {
+            slug: r.slug.clone(),
+            name: r.name.clone(),
+            description: r.description.clone(),
+            created_at: rfc3339(r.created_ms),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct MemberView {
+    pub username: String,
+    pub role: String,
+}
+
+impl From<&MemberRecord> for MemberView {
+    fn from(r: &MemberRecord) -> Self {
+        Self {
+            username: r.username.clone(),
+            role: r.role.clone(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct ApiKeyView {
+    pub id: String,
+    pub label: String,
+    pub created_by: String,
+    pub created_at: String,
+    pub last_used_at: Option<String>,
+    pub revoked_at: Option<String>,
+}
+
+impl From<&ApiKeyRecord> for ApiKeyView {
+    fn from(r: &ApiKeyRecord) -> Self {
+        Self {
+            id: r.id.clone(),
+            label: r.label.clone(),
+            created_by: r.created_by.clone(),
+            created_at: rfc3339(r.created_ms),
+            last_used_at: r.last_used_ms.map(rfc3339),
+            revoked_at: r.revoked_ms.map(rfc3339),
+        }
+    }
+}
+
+/// An application with its members and keys, for those who may see it.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct AppDetail {
+    #[serde(flatten)]
+    pub app: AppView,
+    /// The caller's role here (`owner`, `viewer`), or `admin`.
+    pub your_role: String,
+    pub members: Vec<MemberView>,
+    pub keys: Vec<ApiKeyView>,
+}
+
+/// A new key: the only time its text is shown.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct CreatedKey {
+    pub id: String,
+    pub label: String,
+    pub key: String,
+}
+
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct PolicyView {
+    pub name: String,
+    pub owner_app: String,
+    pub algorithm: Algorithm,
+    pub rate: f64,
+    pub max_permits: i64,
+    pub allowed_apps: Vec<String>,
+    pub failure_mode: FailureMode,
+    pub enabled: bool,
+    pub description: String,
+    pub version: i64,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+impl From<&PolicyRecord> for PolicyView {
+    fn from(r: &PolicyRecord) -> Self {
+        let s = &r.spec;
+        Self {
+            name: s.name.to_string(),
+            owner_app: s.owner_app.to_string(),
+            algorithm: s.algorithm,
+            rate: s.rate.get(),
+            max_permits: s.max_permits.get(),
+            allowed_apps: s.allowed_apps.iter().map(ToString::to_string).collect(),
+            failure_mode: s.failure_mode,
+            enabled: s.enabled,
+            description: s.description.clone(),
+            version: r.version,
+            created_at: rfc3339(r.created_ms),
+            updated_at: rfc3339(r.updated_ms),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct AuditView {
+    pub id: i64,
+    pub at: String,
+    pub actor: String,
+    pub app: Option<String>,
+    pub entity_type: String,
+    pub entity_id: String,
+    pub action: String,
+    pub before: Option<serde_json::Value>,
+    pub after: Option<serde_json::Value>,
+}
+
+impl From<AuditRecord> for AuditView {
+    fn from(r: AuditRecord) -> Self {
+        let parse = |s: Option<String>| s.and_then(|s| serde_json::from_str(&s).ok());
+        Self {
+            id: r.id,
+            at: rfc3339(r.at_ms),
+            actor: r.actor,
+            app: r.app_slug,
+            entity_type: r.entity_type,
+            entity_id: r.entity_id,
+            action: r.action,
+            before: parse(r.before_json),
+            after: parse(r.after_json),
+        }
+    }
+}

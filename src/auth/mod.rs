@@ -1,0 +1,10 @@
+//! Who is calling, and what they may do: secrets (keys, tokens), passwords, and the one
+//! set of permission rules that the JSON API, the CLI and the console share.
+
+mod password;
+mod permissions;
+mod secrets;
+
+pub use password::{PasswordError, hash_password, verify_password};
+pub use permissions::{Actor, Permission};
+pub use secrets::{Secret, SecretKind, hash_secret};

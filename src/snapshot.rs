@@ -1,0 +1,117 @@
+//! In-memory copies of what the acquire path needs from SQL (live API keys, each policy's
+//! failure mode and capacity), so that path never queries SQL. The sync task replaces them
+//! whole; readers take an `Arc` without locking.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, Ordering};
+
+use arc_swap::ArcSwap;
+
+use crate::domain::{AppSlug, FailureMode};
+use crate::store::{KeyGrant, PolicyRecord};
+
+/// A live API key, by the SHA-256 of its text.
+#[derive(Debug)]
+pub struct KeyEntry {
+    pub key_id: String,
+    pub app: AppSlug,
+    /// Unix ms of the last acquire with this key, 0 if none since loaded; written on the
+    /// hot path without a lock, flushed to SQL by the sync task.
+    pub last_used_ms: AtomicI64,
+}
+
+/// What the acquire path knows of a policy before asking Redis.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PolicyBrief {
+    pub failure_mode: FailureMode,
+    pub max_permits: i64,
+}
+
+#[derive(Default)]
+pub struct Snapshot {
+    keys: ArcSwap<HashMap<String, Arc<KeyEntry>>>,
+    policies: ArcSwap<HashMap<String, PolicyBrief>>,
+}
+
+impl Snapshot {
+    pub fn key(&self, key_hash: &str) -> Option<Arc<KeyEntry>> {
+        self.keys.load().get(key_hash).cloned()
+    }
+
+    pub fn policy(&self, name: &str) -> Option<PolicyBrief> {
+        self.policies.load().get(name).copied()
+    }
+
+    /// Replaces the keys, carrying over last-used times not yet flushed.
+    pub fn replace_keys(&self, grants: Vec<KeyGrant>) {
+        let old = self.keys.load();
+        let mut next = HashMap::with_capacity(grants.len());
+        for grant in grants {
+            let Ok(app) = AppSlug::parse(&grant.app_slug) else {
+                tracing::error!(key_id = %grant.key_id, "api key of an invalid app slug ignored");
+                continue;
+            };
+            let used = old
+                .get(&grant.key_hash)
+                .map_or(0, |e| e.last_used_ms.load(Ordering::Relaxed));
+            let entry = KeyEntry {
+                key_id: grant.key_id,
+                app,
+                last_used_ms: AtomicI64::new(used),
+            };
+            next.insert(grant.key_hash, Arc::new(entry));
+        }
+        self.keys.store(Arc::new(next));
+    }
+
+    pub fn replace_policies(&self, records: &[PolicyRecord]) {
+        let next = records
+            .iter()
+            .map(|r| {
+                let brief = PolicyBrief {
+                    failure_mode: r.spec.failure_mode,
+                    max_permits: r.spec.max_permits.get(),
+                };
+                (r.spec.name.to_string(), brief)
+            })
+            .collect();
+        self.policies.store(Arc::new(next));
+    }
+
+    /// Adds or replaces one policy at once (after a local write), before the next reload.
+    pub fn upsert_policy(&self, record: &PolicyRecord) {
+        self.policies.rcu(|current| {
+            let mut next = HashMap::clone(current);
+            next.insert(
+                record.spec.name.to_string(),
+                PolicyBrief {
+                    failure_mode: record.spec.failure_mode,
+                    max_permits: record.spec.max_permits.get(),
+                },
+            );
+            next
+        });
+    }
+
+    pub fn remove_policy(&self, name: &str) {
+        self.policies.rcu(|current| {
+            let mut next = HashMap::clone(current);
+            next.remove(name);
+            next
+        });
+    }
+
+    /// Keys used since the last call, with when, taking the marks (a use racing with this
+    /// call is at worst recorded on the next one).
+    pub fn key_usage(&self) -> Vec<(String, i64)> {
+        self.keys
+            .load()
+            .values()
+            .filter_map(|e| {
+                let at = e.last_used_ms.swap(0, Ordering::Relaxed);
+                (at > 0).then(|| (e.key_id.clone(), at))
+            })
+            .collect()
+    }
+}

@@ -1,0 +1,104 @@
+//! Logging and Prometheus metrics.
+
+use std::sync::LazyLock;
+
+use prometheus::{
+    Encoder, Histogram, HistogramOpts, IntCounter, IntCounterVec, IntGauge, Opts, Registry,
+    TextEncoder,
+};
+use tracing_subscriber::EnvFilter;
+
+/// Logs go to stderr (stdout belongs to CLI output, such as a new token).
+pub fn init_tracing(json: bool) {
+    let filter = EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| EnvFilter::new("info,sqlx=warn,actix_server=warn"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    // A second init (tests start many servers in one process) is not an error.
+    let _ = if json {
+        builder.json().try_init()
+    } else {
+        builder.try_init()
+    };
+}
+
+pub struct Metrics {
+    pub registry: Registry,
+    pub decisions: IntCounterVec,
+    pub acquire_seconds: Histogram,
+    pub sync_passes: IntCounterVec,
+    pub sync_drift: IntCounter,
+    pub sync_last_success_ms: IntGauge,
+    pub sync_pass_seconds: Histogram,
+}
+
+pub static METRICS: LazyLock<Metrics> = LazyLock::new(|| {
+    let registry = Registry::new();
+    let decisions = IntCounterVec::new(
+        Opts::new(
+            "ratekeeper_decisions_total",
+            "Acquire decisions by policy and outcome",
+        ),
+        &["policy", "outcome"],
+    )
+    .expect("valid metric");
+    let acquire_seconds = Histogram::with_opts(
+        HistogramOpts::new("ratekeeper_acquire_seconds", "Acquire handler latency").buckets(vec![
+            0.0001, 0.00025, 0.0005, 0.001, 0.002, 0.004, 0.008, 0.016, 0.05, 0.1, 0.5,
+        ]),
+    )
+    .expect("valid metric");
+    let sync_passes = IntCounterVec::new(
+        Opts::new("ratekeeper_sync_passes_total", "Reconcile passes by result"),
+        &["result"],
+    )
+    .expect("valid metric");
+    let sync_drift = IntCounter::new(
+        "ratekeeper_sync_drift_total",
+        "Policies a reconcile pass found missing or stale in Redis and rewrote",
+    )
+    .expect("valid metric");
+    let sync_last_success_ms = IntGauge::new(
+        "ratekeeper_sync_last_success_ms",
+        "Unix ms of the last successful reconcile pass (sync lag = now - this)",
+    )
+    .expect("valid metric");
+    let sync_pass_seconds = Histogram::with_opts(HistogramOpts::new(
+        "ratekeeper_sync_pass_seconds",
+        "Duration of one reconcile pass",
+    ))
+    .expect("valid metric");
+    for collector in [
+        Box::new(decisions.clone()) as Box<dyn prometheus::core::Collector>,
+        Box::new(acquire_seconds.clone()),
+        Box::new(sync_passes.clone()),
+        Box::new(sync_drift.clone()),
+        Box::new(sync_last_success_ms.clone()),
+        Box::new(sync_pass_seconds.clone()),
+    ] {
+        registry
+            .register(collector)
+            .expect("metric registered once");
+    }
+    Metrics {
+        registry,
+        decisions,
+        acquire_seconds,
+        sync_passes,
+        sync_drift,
+        sync_last_success_ms,
+        sync_pass_seconds,
+    }
+});
+
+impl Metrics {
+    /// The Prometheus text exposition of every metric.
+    pub fn render(&self) -> String {
+        let mut out = Vec::new();
+        TextEncoder::new()
+            .encode(&self.registry.gather(), &mut out)
+            .expect("text encoding into a Vec cannot fail");
+        String::from_utf8(out).expect("prometheus text is UTF-8")
+    }
+}
