@@ -1,0 +1,165 @@
+//! Errors as `application/problem+json` (RFC 9457), with a stable `type` per kind.
+
+use actix_web::http::StatusCode;
+use actix_web::http::header::{self, HeaderValue};
+use actix_web::{HttpResponse, ResponseError};
+use serde::Serialize;
+
+use crate::admin::AdminError;
+use crate::domain::{FieldError, FieldErrors};
+
+#[derive(Debug, Serialize)]
+pub struct Problem {
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub title: &'static str,
+    pub status: u16,
+    pub detail: String,
+    /// The first invalid field, for clients that show one message.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub field: Option<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub errors: Vec<FieldError>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub current_version: Option<i64>,
+}
+
+impl Problem {
+    pub fn new(
+        status: StatusCode,
+        kind: &str,
+        title: &'static str,
+        detail: impl Into<String>,
+    ) -> Self {
+        Self {
+            kind: format!("urn:ratekeeper:problem:{kind}"),
+            title,
+            status: status.as_u16(),
+            detail: detail.into(),
+            field: None,
+            errors: Vec::new(),
+            current_version: None,
+        }
+    }
+
+    pub fn malformed(detail: impl Into<String>) -> Self {
+        Self::new(
+            StatusCode::BAD_REQUEST,
+            "malformed",
+            "Malformed request",
+            detail,
+        )
+    }
+
+    pub fn unauthorized(detail: impl Into<String>) -> Self {
+        Self::new(
+            StatusCode::UNAUTHORIZED,
+            "unauthorized",
+            "Unauthorized",
+            detail,
+        )
+    }
+
+    pub fn forbidden(detail: impl Into<String>) -> Self {
+        Self::new(StatusCode::FORBIDDEN, "forbidden", "Forbidden", detail)
+    }
+
+    pub fn not_found(detail: impl Into<String>) -> Self {
+        Self::new(StatusCode::NOT_FOUND, "not-found", "Not found", detail)
+    }
+
+    pub fn unavailable(detail: impl Into<String>) -> Self {
+        Self::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "unavailable",
+            "Service unavailable",
+            detail,
+        )
+    }
+
+    pub fn internal() -> Self {
+        Self::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "internal",
+            "Internal error",
+            "something went wrong on our side; it has been logged",
+        )
+    }
+
+    /// 422 naming every invalid field.
+    pub fn invalid(errors: FieldErrors) -> Self {
+        let mut p = Self::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "validation",
+            "Invalid input",
+            errors.to_string(),
+        );
+        p.field = errors.0.first().map(|e| e.field.clone());
+        p.errors = errors.0;
+        p
+    }
+
+    /// The same as [`Problem::invalid`] with another status and type (400 on acquire).
+    pub fn with_fields(mut self, errors: FieldErrors) -> Self {
+        self.field = errors.0.first().map(|e| e.field.clone());
+        self.errors = errors.0;
+        self
+    }
+}
+
+impl std::fmt::Display for Problem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} {}: {}", self.status, self.title, self.detail)
+    }
+}
+
+impl ResponseError for Problem {
+    fn status_code(&self) -> StatusCode {
+        StatusCode::from_u16(self.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
+    }
+
+    fn error_response(&self) -> HttpResponse {
+        let mut response = HttpResponse::build(self.status_code()).json(self);
+        response.headers_mut().insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/problem+json"),
+        );
+        if self.status == 401 {
+            response
+                .headers_mut()
+                .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        }
+        response
+    }
+}
+
+impl From<AdminError> for Problem {
+    fn from(e: AdminError) -> Self {
+        match e {
+            AdminError::NotFound(what) => Self::not_found(format!("{what} not found")),
+            AdminError::Forbidden => Self::forbidden("you are not permitted to do this"),
+            AdminError::Invalid(errors) => Self::invalid(errors),
+            AdminError::Conflict(detail) => {
+                Self::new(StatusCode::CONFLICT, "conflict", "Conflict", detail)
+            }
+            AdminError::VersionConflict { current } => {
+                let mut p = Self::new(
+                    StatusCode::CONFLICT,
+                    "version-conflict",
+                    "Version conflict",
+                    format!("the policy was changed by someone else; its version is now {current}"),
+                );
+                p.current_version = Some(current);
+                p
+            }
+            AdminError::Unavailable(cause) => {
+                tracing::warn!(error = format!("{cause:#}"), "redis unavailable");
+                Self::unavailable("redis is unreachable")
+            }
+            AdminError::Internal(cause) => {
+                tracing::error!(error = format!("{cause:#}"), "internal error");
+                Self::internal()
+            }
+        }
+    }
+}

@@ -1,0 +1,139 @@
+//! The command line: `serve` (the default), `migrate`, `user create`, `token create`.
+
+use std::io::{BufRead, IsTerminal, Write};
+
+use anyhow::Context;
+use clap::{Parser, Subcommand};
+use secrecy::SecretString;
+
+use crate::admin::AdminError;
+use crate::auth::Actor;
+use crate::config::Settings;
+use crate::startup::{Application, Core};
+use crate::store::Store;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "ratekeeper",
+    version,
+    about = "Admin-managed, multi-tenant rate limits decided in Redis"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Serve the APIs and the console (the default).
+    Serve,
+    /// Apply pending database migrations and exit.
+    Migrate,
+    /// Manage users.
+    User {
+        #[command(subcommand)]
+        command: UserCommand,
+    },
+    /// Manage personal access tokens for the admin API.
+    Token {
+        #[command(subcommand)]
+        command: TokenCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum UserCommand {
+    /// Create a user; the password is read from the first line of stdin, never from argv.
+    Create {
+        name: String,
+        /// Make the user a global admin.
+        #[arg(long)]
+        admin: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum TokenCommand {
+    /// Print a new personal access token for a user, once, alone on its line.
+    Create {
+        name: String,
+        /// A label to tell the user's tokens apart.
+        #[arg(long, default_value = "cli")]
+        label: String,
+    },
+}
+
+pub async fn run(cli: Cli, settings: Settings) -> anyhow::Result<()> {
+    match cli.command.unwrap_or(Command::Serve) {
+        Command::Serve => {
+            let app = Application::build(settings).await?;
+            app.run_until_signalled().await
+        }
+        Command::Migrate => {
+            let store = Store::connect(&settings.database_url).await?;
+            store.migrate().await?;
+            eprintln!("migrations applied");
+            Ok(())
+        }
+        Command::User {
+            command: UserCommand::Create { name, admin },
+        } => {
+            let password = read_password()?;
+            let core = Core::build(&settings).await?;
+            let user = core
+                .admin
+                .create_user(&Actor::operator(), &name, password, admin)
+                .await
+                .map_err(explain)?;
+            eprintln!(
+                "created {} user {}",
+                if admin { "admin" } else { "member" },
+                user.username
+            );
+            Ok(())
+        }
+        Command::Token {
+            command: TokenCommand::Create { name, label },
+        } => {
+            let core = Core::build(&settings).await?;
+            let token = core
+                .admin
+                .create_token(&Actor::operator(), &name, &label)
+                .await
+                .map_err(explain)?;
+            let mut out = std::io::stdout().lock();
+            writeln!(out, "{}", secrecy::ExposeSecret::expose_secret(&token))?;
+            Ok(())
+        }
+    }
+}
+
+/// The first line of stdin, without its line ending.
+fn read_password() -> anyhow::Result<SecretString> {
+    let stdin = std::io::stdin();
+    if stdin.is_terminal() {
+        eprint!("Password (input is visible; pipe it in to avoid that): ");
+        std::io::stderr().flush()?;
+    }
+    let mut line = String::new();
+    stdin
+        .lock()
+        .read_line(&mut line)
+        .context("cannot read the password from stdin")?;
+    let password = line.trim_end_matches(['\n', '\r']).to_owned();
+    if password.is_empty() {
+        anyhow::bail!(
+            "no password on stdin: pipe it in, e.g. `printf '%s\\n' \"$PW\" | ratekeeper user create NAME`"
+        );
+    }
+    Ok(SecretString::from(password))
+}
+
+/// Turns an admin error into a message for the operator.
+fn explain(e: AdminError) -> anyhow::Error {
+    match e {
+        AdminError::Invalid(errors) => anyhow::anyhow!("invalid input: {errors}"),
+        AdminError::Internal(cause) => cause,
+        other => anyhow::anyhow!("{other}"),
+    }
+}

@@ -1,0 +1,17 @@
+//! ratekeeper: an admin-managed, multi-tenant rate-limit platform. Policies live in SQL,
+//! a sync task pushes them into Redis, and Lua scripts in Redis take each decision.
+#![forbid(unsafe_code)]
+
+pub mod admin;
+pub mod api;
+pub mod auth;
+pub mod cli;
+pub mod config;
+pub mod domain;
+pub mod limiter;
+pub mod snapshot;
+pub mod startup;
+pub mod store;
+pub mod sync;
+pub mod telemetry;
+pub mod web;

@@ -1,0 +1,169 @@
+//! Builds the application (store, Redis, snapshot, sync task, HTTP server) and runs it
+//! until told to stop; one shutdown token stops the server and every background task.
+
+use std::net::TcpListener;
+use std::sync::Arc;
+
+use actix_web::dev::Server;
+use actix_web::{App, HttpServer, web};
+use anyhow::Context;
+use secrecy::{ExposeSecret, SecretString};
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+use tracing_actix_web::TracingLogger;
+
+use crate::admin::Admin;
+use crate::api::{self, AppState};
+use crate::config::Settings;
+use crate::limiter::{Limiter, RedisConn};
+use crate::snapshot::Snapshot;
+use crate::store::Store;
+use crate::sync::Sync;
+use crate::web as console;
+
+/// The parts every command needs: the migrated store and the admin operations on it.
+pub struct Core {
+    pub store: Store,
+    pub limiter: Limiter,
+    pub snapshot: Arc<Snapshot>,
+    pub sync: Sync,
+    pub admin: Admin,
+}
+
+impl Core {
+    pub async fn build(settings: &Settings) -> anyhow::Result<Self> {
+        let store = Store::connect(&settings.database_url).await?;
+        store.migrate().await?;
+        let conn = RedisConn::connect(settings.redis_url.expose_secret(), settings.redis_timeout())
+            .await?;
+        let limiter = Limiter::new(conn, &settings.redis_prefix, settings.redis_timeout());
+        let snapshot = Arc::new(Snapshot::default());
+        let sync = Sync::new(store.clone(), limiter.clone(), snapshot.clone());
+        let admin = Admin::new(store.clone(), sync.clone(), limiter.clone());
+        Ok(Self {
+            store,
+            limiter,
+            snapshot,
+            sync,
+            admin,
+        })
+    }
+}
+
+pub struct Application {
+    port: u16,
+    server: Server,
+    sync_task: JoinHandle<()>,
+    shutdown: CancellationToken,
+    store: Store,
+}
+
+impl Application {
+    pub async fn build(settings: Settings) -> anyhow::Result<Self> {
+        let core = Core::build(&settings).await?;
+        if let Some(password) = core.admin.bootstrap_admin().await? {
+            announce_first_admin(&password);
+        }
+        // Load keys and policies before serving, so the first acquire already finds them;
+        // a Redis that is down now is repaired by a later pass.
+        if let Err(e) = core.sync.reconcile_once().await {
+            tracing::warn!(
+                error = format!("{e:#}"),
+                "first sync pass failed; retrying on the interval"
+            );
+        }
+
+        let listener = TcpListener::bind(&settings.listen)
+            .with_context(|| format!("cannot listen on {}", settings.listen))?;
+        let port = listener.local_addr()?.port();
+        tracing::info!(address = %listener.local_addr()?, "ratekeeper listening");
+
+        let shutdown = CancellationToken::new();
+        let sync_task = tokio::spawn(
+            core.sync
+                .clone()
+                .run(settings.sync_interval(), shutdown.clone()),
+        );
+        let state = web::Data::new(AppState {
+            admin: core.admin,
+            limiter: core.limiter,
+            snapshot: core.snapshot,
+            store: core.store.clone(),
+        });
+        let mut server = HttpServer::new(move || {
+            App::new()
+                .wrap(TracingLogger::default())
+                .app_data(state.clone())
+                .configure(api::routes)
+                .configure(console::routes)
+                .default_service(web::to(api::not_found))
+        })
+        .disable_signals()
+        .shutdown_timeout(10)
+        .listen(listener)?;
+        if let Some(workers) = settings.workers {
+            server = server.workers(workers);
+        }
+        Ok(Self {
+            port,
+            server: server.run(),
+            sync_task,
+            shutdown,
+            store: core.store,
+        })
+    }
+
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// Serves until `stop` resolves, then stops gracefully: no new connections, in-flight
+    /// requests finished, the sync task stopped, the pool closed.
+    pub async fn run_until(self, stop: impl Future<Output = ()>) -> anyhow::Result<()> {
+        let handle = self.server.handle();
+        let server = tokio::spawn(self.server);
+        stop.await;
+        tracing::info!("shutting down");
+        handle.stop(true).await;
+        server.await??;
+        self.shutdown.cancel();
+        self.sync_task.await?;
+        self.store.close().await;
+        Ok(())
+    }
+
+    /// Serves until the process gets SIGINT or SIGTERM.
+    pub async fn run_until_signalled(self) -> anyhow::Result<()> {
+        self.run_until(shutdown_signal()).await
+    }
+}
+
+fn announce_first_admin(password: &SecretString) {
+    // Printed once, on stderr with the logs: the only time anyone sees it.
+    eprintln!(
+        "\n  No user existed, so ratekeeper created the admin user 'admin'.\n  \
+         Its one-time password: {}\n  Keep it now; it is not shown again.\n",
+        password.expose_secret()
+    );
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        _ = ctrl_c => {}
+        _ = term => {}
+    }
+}
