@@ -30,7 +30,7 @@ CREATE TABLE api_keys (
     id VARCHAR(32) PRIMARY KEY,
     app_id VARCHAR(32) NOT NULL REFERENCES apps (id) ON DELETE CASCADE,
     label VARCHAR(200) NOT NULL,
-    key_hash CHAR(64) NOT NULL UNIQUE,
+    key_hash VARCHAR(64) NOT NULL UNIQUE,
     created_by VARCHAR(64) NOT NULL,
     created_ms BIGINT NOT NULL,
     last_used_ms BIGINT,
@@ -41,7 +41,7 @@ CREATE TABLE access_tokens (
     id VARCHAR(32) PRIMARY KEY,
     user_id VARCHAR(32) NOT NULL REFERENCES users (id) ON DELETE CASCADE,
     label VARCHAR(200) NOT NULL,
-    token_hash CHAR(64) NOT NULL UNIQUE,
+    token_hash VARCHAR(64) NOT NULL UNIQUE,
     created_ms BIGINT NOT NULL,
     last_used_ms BIGINT,
     revoked_ms BIGINT
