@@ -1,0 +1,35 @@
+# ratekeeper container image.
+#   docker build -t ratekeeper .
+#   docker run -p 8080:8080 ratekeeper            # SQLite in /data, Redis at RATEKEEPER_REDIS_URL
+# docker-compose.yml runs it with PostgreSQL and Redis.
+
+# ---- build -------------------------------------------------------------------
+FROM rust:1-bookworm AS builder
+WORKDIR /build
+# Everything the crate compiles in: sources, Lua scripts (include_str!), SQL
+# migrations (sqlx::migrate!), templates and static files. .dockerignore keeps
+# target/, .git and local databases out.
+COPY . .
+RUN cargo build --release --locked \
+ && strip target/release/ratekeeper
+
+# ---- runtime -----------------------------------------------------------------
+FROM debian:bookworm-slim
+# curl only serves the health check in docker-compose.yml (GET /readyz).
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends ca-certificates curl \
+ && rm -rf /var/lib/apt/lists/* \
+ && groupadd --system --gid 10001 ratekeeper \
+ && useradd --system --uid 10001 --gid ratekeeper --home-dir /data --shell /usr/sbin/nologin ratekeeper \
+ && install -d -o ratekeeper -g ratekeeper -m 0750 /data
+
+COPY --from=builder /build/target/release/ratekeeper /usr/local/bin/ratekeeper
+
+# The default RATEKEEPER_DATABASE_URL (sqlite://ratekeeper.db) is relative, so the
+# SQLite file lands in /data; mount a volume there to keep it.
+WORKDIR /data
+USER ratekeeper:ratekeeper
+ENV RATEKEEPER_LISTEN=0.0.0.0:8080
+EXPOSE 8080
+ENTRYPOINT ["/usr/local/bin/ratekeeper"]
+CMD ["serve"]

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Run the whole test suite: services, formatting, lints, then every test target.
+#   scripts/test.sh                 # everything
+#   scripts/test.sh some_filter     # extra arguments go to `cargo test --all-targets`
+#   scripts/test.sh -- --nocapture
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+# cargo may not be on a non-login shell's PATH.
+if ! command -v cargo >/dev/null 2>&1 && [[ -f "$HOME/.cargo/env" ]]; then
+    # shellcheck disable=SC1091
+    . "$HOME/.cargo/env"
+fi
+
+# Where the tests find the shared services (override by exporting them first).
+export RK_TEST_POSTGRES_URL="${RK_TEST_POSTGRES_URL:-postgres://postgres@127.0.0.1:5432}"
+export RK_TEST_MYSQL_URL="${RK_TEST_MYSQL_URL:-mysql://root@127.0.0.1:3306}"
+export RK_TEST_REDIS_URL="${RK_TEST_REDIS_URL:-redis://127.0.0.1:6379}"
+
+step() { printf '\n==> %s\n' "$*"; }
+
+step "services (PostgreSQL, MariaDB, Redis)"
+scripts/services.sh
+
+step "cargo fmt --all -- --check"
+cargo fmt --all -- --check
+
+step "cargo clippy --all-targets -- -D warnings"
+cargo clippy --all-targets -- -D warnings
+
+step "cargo test --all-targets $*"
+cargo test --all-targets "$@"
+
+# ---------------------------------------------------------------------------
+# BROWSER TESTS GO HERE (not written yet).
+# When a browser test directory exists, run it from this spot, after the Rust
+# tests. Use Debian's /usr/bin/chromium (never `playwright install`).
+# ---------------------------------------------------------------------------
+
+step "all tests passed"
