@@ -58,7 +58,12 @@ pub fn required<T: Clone>(errors: &mut FieldErrors, field: &str, value: &Option<
 /// A trimmed, non-empty text of at most `max` characters.
 pub fn text(field: &str, value: &str, max: usize) -> Result<String, FieldError> {
     let value = value.trim();
-    if value.is_empty() {
+    if value.chars().any(char::is_control) {
+        Err(FieldError::new(
+            field,
+            "must not contain control characters",
+        ))
+    } else if value.is_empty() {
         Err(FieldError::new(field, "must not be empty"))
     } else if value.chars().count() > max {
         Err(FieldError::new(

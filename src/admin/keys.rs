@@ -52,6 +52,10 @@ impl Admin {
     pub async fn revoke_key(&self, actor: &Actor, slug: &str, key_id: &str) -> AdminResult<()> {
         let mut tx = self.store.begin().await?;
         let app = authorised_app(&mut tx, actor, slug, Permission::Edit).await?;
+        // Ids are 16 hex characters; anything else names no key.
+        if key_id.len() != 16 || !key_id.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(AdminError::NotFound("api key"));
+        }
         let before = tx
             .revoke_api_key(&app.id, key_id)
             .await?

@@ -57,8 +57,9 @@ impl Admin {
     ) -> AdminResult<()> {
         let mut tx = self.store.begin().await?;
         let app = authorised_app(&mut tx, actor, slug, Permission::Edit).await?;
+        let username = Username::parse(username).map_err(|_| AdminError::NotFound("member"))?;
         let user = tx
-            .user_by_name(username)
+            .user_by_name(username.as_str())
             .await?
             .ok_or(AdminError::NotFound("member"))?;
         let before = tx

@@ -16,7 +16,7 @@ pub use inputs::{AppInput, KeyInput, MemberInput, PolicyInput};
 pub use views::{ApiKeyView, AppDetail, AppView, AuditView, CreatedKey, MemberView, PolicyView};
 
 use crate::auth::{Actor, Permission};
-use crate::domain::{FieldError, FieldErrors};
+use crate::domain::{AppSlug, FieldError, FieldErrors};
 use crate::limiter::Limiter;
 use crate::store::{AppRecord, Store, StoreError, Tx};
 use crate::sync::Sync;
@@ -90,8 +90,10 @@ async fn authorised_app(
     slug: &str,
     wanted: Permission,
 ) -> AdminResult<AppRecord> {
+    // A string that cannot be a slug names no application (and never reaches SQL).
+    let slug = AppSlug::parse(slug).map_err(|_| AdminError::NotFound("application"))?;
     let app = tx
-        .app_by_slug(slug)
+        .app_by_slug(slug.as_str())
         .await?
         .ok_or(AdminError::NotFound("application"))?;
     let role = match &actor.user_id {

@@ -61,9 +61,10 @@ impl Admin {
         username: &str,
         label: &str,
     ) -> AdminResult<SecretString> {
+        let username = Username::parse(username).map_err(|_| AdminError::NotFound("user"))?;
         let mut tx = self.store.begin().await?;
         let user = tx
-            .user_by_name(username)
+            .user_by_name(username.as_str())
             .await?
             .ok_or(AdminError::NotFound("user"))?;
         if !actor.is_admin && actor.user_id.as_deref() != Some(&user.id) {

@@ -4,12 +4,28 @@ use actix_web::HttpResponse;
 use utoipa::OpenApi;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 
-use super::acquire;
+use super::{acquire, admin};
 
 #[derive(OpenApi)]
 #[openapi(
     info(title = "ratekeeper", description = "Acquire API and admin JSON API"),
-    paths(acquire::acquire),
+    paths(
+        acquire::acquire,
+        admin::apps::create_app,
+        admin::apps::list_apps,
+        admin::apps::get_app,
+        admin::apps::create_key,
+        admin::apps::revoke_key,
+        admin::apps::set_member,
+        admin::apps::remove_member,
+        admin::policies::create_policy,
+        admin::policies::list_policies,
+        admin::policies::get_policy,
+        admin::policies::update_policy,
+        admin::policies::delete_policy,
+        admin::policies::policy_state,
+        admin::audit::list_audit,
+    ),
     components(schemas(
         crate::admin::AppInput,
         crate::admin::KeyInput,
@@ -21,6 +37,8 @@ use super::acquire;
         crate::admin::PolicyView,
         crate::admin::AuditView,
         crate::limiter::BucketState,
+        crate::admin::MemberView,
+        super::problem::Problem,
     )),
     modifiers(&Security)
 )]

@@ -8,10 +8,12 @@ use serde::Serialize;
 use crate::admin::AdminError;
 use crate::domain::{FieldError, FieldErrors};
 
-#[derive(Debug, Serialize)]
+/// An error, as RFC 9457 problem details.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct Problem {
     #[serde(rename = "type")]
     pub kind: String,
+    #[schema(value_type = String)]
     pub title: &'static str,
     pub status: u16,
     pub detail: String,

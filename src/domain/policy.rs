@@ -143,8 +143,18 @@ pub struct PolicySpec {
     pub description: String,
 }
 
+/// Free text of at most [`MAX_DESCRIPTION_CHARS`]; line breaks and tabs are fine, other
+/// control characters (NUL, which PostgreSQL refuses, among them) are not.
 pub fn check_description(field: &str, value: &str) -> Result<String, FieldError> {
-    if value.chars().count() > MAX_DESCRIPTION_CHARS {
+    if value
+        .chars()
+        .any(|c| c.is_control() && !matches!(c, '\n' | '\r' | '\t'))
+    {
+        Err(FieldError::new(
+            field,
+            "must not contain control characters other than line breaks and tabs",
+        ))
+    } else if value.chars().count() > MAX_DESCRIPTION_CHARS {
         Err(FieldError::new(
             field,
             format!("must be at most {MAX_DESCRIPTION_CHARS} characters"),

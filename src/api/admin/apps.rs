@@ -1,13 +1,19 @@
 use actix_web::{HttpResponse, web};
 
 use super::AdminActor;
-use crate::admin::{AppInput, KeyInput, MemberInput};
+use crate::admin::{AppDetail, AppInput, AppView, CreatedKey, KeyInput, MemberInput, MemberView};
+
 use crate::api::AppState;
 use crate::api::json::ValidJson;
 use crate::api::problem::Problem;
 
 type Reply = Result<HttpResponse, Problem>;
 
+#[utoipa::path(
+    post, path = "/api/v1/apps", tag = "apps", request_body = AppInput,
+    responses((status = 201, body = AppView), (status = 409, body = Problem), (status = 422, body = Problem), (status = 401, description = "No or bad access token", body = Problem), (status = 403, description = "Not permitted", body = Problem)),
+    security(("access_token" = []))
+)]
 pub async fn create_app(
     state: web::Data<AppState>,
     AdminActor(actor): AdminActor,
@@ -17,10 +23,20 @@ pub async fn create_app(
     Ok(HttpResponse::Created().json(app))
 }
 
+#[utoipa::path(
+    get, path = "/api/v1/apps", tag = "apps",
+    responses((status = 200, body = Vec<AppView>), (status = 401, description = "No or bad access token", body = Problem), (status = 403, description = "Not permitted", body = Problem)),
+    security(("access_token" = []))
+)]
 pub async fn list_apps(state: web::Data<AppState>, AdminActor(actor): AdminActor) -> Reply {
     Ok(HttpResponse::Ok().json(state.admin.list_apps(&actor).await?))
 }
 
+#[utoipa::path(
+    get, path = "/api/v1/apps/{slug}", tag = "apps", params(("slug" = String, Path)),
+    responses((status = 200, body = AppDetail), (status = 404, body = Problem), (status = 401, description = "No or bad access token", body = Problem), (status = 403, description = "Not permitted", body = Problem)),
+    security(("access_token" = []))
+)]
 pub async fn get_app(
     state: web::Data<AppState>,
     AdminActor(actor): AdminActor,
@@ -29,6 +45,11 @@ pub async fn get_app(
     Ok(HttpResponse::Ok().json(state.admin.get_app(&actor, &slug).await?))
 }
 
+#[utoipa::path(
+    post, path = "/api/v1/apps/{slug}/keys", tag = "keys", params(("slug" = String, Path)), request_body = KeyInput,
+    responses((status = 201, body = CreatedKey), (status = 404, body = Problem), (status = 422, body = Problem), (status = 401, description = "No or bad access token", body = Problem), (status = 403, description = "Not permitted", body = Problem)),
+    security(("access_token" = []))
+)]
 pub async fn create_key(
     state: web::Data<AppState>,
     AdminActor(actor): AdminActor,
@@ -39,6 +60,11 @@ pub async fn create_key(
     Ok(HttpResponse::Created().json(key))
 }
 
+#[utoipa::path(
+    delete, path = "/api/v1/apps/{slug}/keys/{id}", tag = "keys", params(("slug" = String, Path), ("id" = String, Path)),
+    responses((status = 204), (status = 404, body = Problem), (status = 401, description = "No or bad access token", body = Problem), (status = 403, description = "Not permitted", body = Problem)),
+    security(("access_token" = []))
+)]
 pub async fn revoke_key(
     state: web::Data<AppState>,
     AdminActor(actor): AdminActor,
@@ -49,6 +75,11 @@ pub async fn revoke_key(
     Ok(HttpResponse::NoContent().finish())
 }
 
+#[utoipa::path(
+    put, path = "/api/v1/apps/{slug}/members/{username}", tag = "members", params(("slug" = String, Path), ("username" = String, Path)), request_body = MemberInput,
+    responses((status = 200, body = MemberView), (status = 404, body = Problem), (status = 422, body = Problem), (status = 401, description = "No or bad access token", body = Problem), (status = 403, description = "Not permitted", body = Problem)),
+    security(("access_token" = []))
+)]
 pub async fn set_member(
     state: web::Data<AppState>,
     AdminActor(actor): AdminActor,
@@ -63,6 +94,11 @@ pub async fn set_member(
     Ok(HttpResponse::Ok().json(member))
 }
 
+#[utoipa::path(
+    delete, path = "/api/v1/apps/{slug}/members/{username}", tag = "members", params(("slug" = String, Path), ("username" = String, Path)),
+    responses((status = 204), (status = 404, body = Problem), (status = 401, description = "No or bad access token", body = Problem), (status = 403, description = "Not permitted", body = Problem)),
+    security(("access_token" = []))
+)]
 pub async fn remove_member(
     state: web::Data<AppState>,
     AdminActor(actor): AdminActor,

@@ -2,8 +2,10 @@ use actix_web::{HttpResponse, web};
 use serde::Deserialize;
 
 use super::AdminActor;
+use crate::admin::AuditView;
 use crate::api::AppState;
 use crate::api::problem::Problem;
+use crate::domain::FieldError;
 use crate::store::AuditFilter;
 
 #[derive(Deserialize)]
@@ -14,17 +16,32 @@ pub struct AuditQuery {
     page: Option<u32>,
 }
 
+#[utoipa::path(
+    get, path = "/api/v1/audit", tag = "audit",
+    params(("app" = Option<String>, Query), ("user" = Option<String>, Query), ("policy" = Option<String>, Query), ("page" = Option<u32>, Query, description = "1-based, 50 events a page")),
+    responses((status = 200, body = Vec<AuditView>), (status = 400, body = Problem), (status = 401, description = "No or bad access token", body = Problem), (status = 403, description = "Not permitted", body = Problem)),
+    security(("access_token" = []))
+)]
 pub async fn list_audit(
     state: web::Data<AppState>,
     AdminActor(actor): AdminActor,
     query: web::Query<AuditQuery>,
 ) -> Result<HttpResponse, Problem> {
     let q = query.into_inner();
-    let nonempty = |s: Option<String>| s.filter(|s| !s.is_empty());
+    // A filter that no name could match is refused, rather than sent to SQL.
+    let filter_value = |field: &str, s: Option<String>| -> Result<Option<String>, Problem> {
+        match s.filter(|s| !s.is_empty()) {
+            Some(v) if v.len() > 200 || v.chars().any(char::is_control) => Err(Problem::malformed(
+                format!("{field}: not a name that could be filtered on"),
+            )
+            .with_fields(FieldError::new(field, "not a valid name").into())),
+            other => Ok(other),
+        }
+    };
     let filter = AuditFilter {
-        app: nonempty(q.app),
-        user: nonempty(q.user),
-        policy: nonempty(q.policy),
+        app: filter_value("app", q.app)?,
+        user: filter_value("user", q.user)?,
+        policy: filter_value("policy", q.policy)?,
         visible_apps: None,
         page: q.page.unwrap_or(1).max(1),
         per_page: 0,

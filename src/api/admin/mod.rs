@@ -3,9 +3,9 @@
 //! renders.
 
 mod actor;
-mod apps;
-mod audit;
-mod policies;
+pub(super) mod apps;
+pub(super) mod audit;
+pub(super) mod policies;
 
 pub use actor::AdminActor;
 

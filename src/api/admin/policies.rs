@@ -2,7 +2,9 @@ use actix_web::{HttpResponse, web};
 use serde::Deserialize;
 
 use super::AdminActor;
-use crate::admin::PolicyInput;
+use crate::admin::{PolicyInput, PolicyView};
+use crate::limiter::BucketState;
+
 use crate::api::AppState;
 use crate::api::json::ValidJson;
 use crate::api::problem::Problem;
@@ -19,6 +21,11 @@ fn policy_name(path: &web::Path<String>) -> String {
     path.replace("%2F", "/").replace("%2f", "/")
 }
 
+#[utoipa::path(
+    post, path = "/api/v1/policies", tag = "policies", request_body = PolicyInput,
+    responses((status = 201, body = PolicyView), (status = 409, body = Problem), (status = 422, body = Problem), (status = 401, description = "No or bad access token", body = Problem), (status = 403, description = "Not permitted", body = Problem)),
+    security(("access_token" = []))
+)]
 pub async fn create_policy(
     state: web::Data<AppState>,
     AdminActor(actor): AdminActor,
@@ -28,6 +35,11 @@ pub async fn create_policy(
     Ok(HttpResponse::Created().json(policy))
 }
 
+#[utoipa::path(
+    get, path = "/api/v1/policies", tag = "policies", params(("app" = Option<String>, Query, description = "an application slug")),
+    responses((status = 200, body = Vec<PolicyView>), (status = 404, body = Problem), (status = 401, description = "No or bad access token", body = Problem), (status = 403, description = "Not permitted", body = Problem)),
+    security(("access_token" = []))
+)]
 pub async fn list_policies(
     state: web::Data<AppState>,
     AdminActor(actor): AdminActor,
@@ -40,6 +52,11 @@ pub async fn list_policies(
     Ok(HttpResponse::Ok().json(list))
 }
 
+#[utoipa::path(
+    get, path = "/api/v1/policies/{name}", tag = "policies", params(("name" = String, Path)),
+    responses((status = 200, body = PolicyView), (status = 404, body = Problem), (status = 401, description = "No or bad access token", body = Problem), (status = 403, description = "Not permitted", body = Problem)),
+    security(("access_token" = []))
+)]
 pub async fn get_policy(
     state: web::Data<AppState>,
     AdminActor(actor): AdminActor,
@@ -48,6 +65,11 @@ pub async fn get_policy(
     Ok(HttpResponse::Ok().json(state.admin.get_policy(&actor, &policy_name(&name)).await?))
 }
 
+#[utoipa::path(
+    patch, path = "/api/v1/policies/{name}", tag = "policies", params(("name" = String, Path)), request_body = PolicyInput,
+    responses((status = 200, body = PolicyView), (status = 404, body = Problem), (status = 409, body = Problem), (status = 422, body = Problem), (status = 401, description = "No or bad access token", body = Problem), (status = 403, description = "Not permitted", body = Problem)),
+    security(("access_token" = []))
+)]
 pub async fn update_policy(
     state: web::Data<AppState>,
     AdminActor(actor): AdminActor,
@@ -61,6 +83,11 @@ pub async fn update_policy(
     Ok(HttpResponse::Ok().json(policy))
 }
 
+#[utoipa::path(
+    delete, path = "/api/v1/policies/{name}", tag = "policies", params(("name" = String, Path)),
+    responses((status = 204), (status = 404, body = Problem), (status = 401, description = "No or bad access token", body = Problem), (status = 403, description = "Not permitted", body = Problem)),
+    security(("access_token" = []))
+)]
 pub async fn delete_policy(
     state: web::Data<AppState>,
     AdminActor(actor): AdminActor,
@@ -73,6 +100,11 @@ pub async fn delete_policy(
     Ok(HttpResponse::NoContent().finish())
 }
 
+#[utoipa::path(
+    get, path = "/api/v1/policies/{name}/state", tag = "policies", params(("name" = String, Path)),
+    responses((status = 200, body = BucketState), (status = 404, body = Problem), (status = 503, body = Problem), (status = 401, description = "No or bad access token", body = Problem), (status = 403, description = "Not permitted", body = Problem)),
+    security(("access_token" = []))
+)]
 pub async fn policy_state(
     state: web::Data<AppState>,
     AdminActor(actor): AdminActor,
