@@ -11,12 +11,15 @@ use crate::domain::{FieldError, FieldErrors};
 /// An error, as RFC 9457 problem details.
 #[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct Problem {
-    #[serde(rename = "type")]
-    pub kind: String,
+    /// Serialised as `urn:ratekeeper:problem:<kind>`.
+    #[serde(rename = "type", serialize_with = "problem_type")]
+    #[schema(value_type = String)]
+    pub kind: &'static str,
     #[schema(value_type = String)]
     pub title: &'static str,
     pub status: u16,
-    pub detail: String,
+    #[schema(value_type = String)]
+    pub detail: Box<str>,
     /// The first invalid field, for clients that show one message.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub field: Option<String>,
@@ -29,15 +32,15 @@ pub struct Problem {
 impl Problem {
     pub fn new(
         status: StatusCode,
-        kind: &str,
+        kind: &'static str,
         title: &'static str,
         detail: impl Into<String>,
     ) -> Self {
         Self {
-            kind: format!("urn:ratekeeper:problem:{kind}"),
+            kind,
             title,
             status: status.as_u16(),
-            detail: detail.into(),
+            detail: detail.into().into_boxed_str(),
             field: None,
             errors: Vec::new(),
             current_version: None,
@@ -107,6 +110,10 @@ impl Problem {
         self.errors = errors.0;
         self
     }
+}
+
+fn problem_type<S: serde::Serializer>(kind: &&'static str, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&format!("urn:ratekeeper:problem:{kind}"))
 }
 
 impl std::fmt::Display for Problem {
