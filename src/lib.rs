@@ -7,6 +7,7 @@ pub mod api;
 pub mod auth;
 pub mod cli;
 pub mod config;
+pub mod denials;
 pub mod domain;
 pub mod limiter;
 pub mod snapshot;

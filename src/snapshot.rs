@@ -26,6 +26,17 @@ pub struct KeyEntry {
 pub struct PolicyBrief {
     pub failure_mode: FailureMode,
     pub max_permits: i64,
+    pub version: i64,
+}
+
+impl PolicyBrief {
+    fn of(record: &PolicyRecord) -> Self {
+        Self {
+            failure_mode: record.spec.failure_mode,
+            max_permits: record.spec.max_permits.get(),
+            version: record.version,
+        }
+    }
 }
 
 #[derive(Default)]
@@ -68,13 +79,7 @@ impl Snapshot {
     pub fn replace_policies(&self, records: &[PolicyRecord]) {
         let next = records
             .iter()
-            .map(|r| {
-                let brief = PolicyBrief {
-                    failure_mode: r.spec.failure_mode,
-                    max_permits: r.spec.max_permits.get(),
-                };
-                (r.spec.name.to_string(), brief)
-            })
+            .map(|r| (r.spec.name.to_string(), PolicyBrief::of(r)))
             .collect();
         self.policies.store(Arc::new(next));
     }
@@ -83,13 +88,7 @@ impl Snapshot {
     pub fn upsert_policy(&self, record: &PolicyRecord) {
         self.policies.rcu(|current| {
             let mut next = HashMap::clone(current);
-            next.insert(
-                record.spec.name.to_string(),
-                PolicyBrief {
-                    failure_mode: record.spec.failure_mode,
-                    max_permits: record.spec.max_permits.get(),
-                },
-            );
+            next.insert(record.spec.name.to_string(), PolicyBrief::of(record));
             next
         });
     }

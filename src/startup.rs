@@ -15,6 +15,7 @@ use tracing_actix_web::TracingLogger;
 use crate::admin::Admin;
 use crate::api::{self, AppState};
 use crate::config::Settings;
+use crate::denials::DenialCache;
 use crate::limiter::{Limiter, RedisConn};
 use crate::snapshot::Snapshot;
 use crate::store::Store;
@@ -26,6 +27,7 @@ pub struct Core {
     pub store: Store,
     pub limiter: Limiter,
     pub snapshot: Arc<Snapshot>,
+    pub denials: Arc<DenialCache>,
     pub sync: Sync,
     pub admin: Admin,
 }
@@ -38,12 +40,19 @@ impl Core {
             .await?;
         let limiter = Limiter::new(conn, &settings.redis_prefix, settings.redis_timeout());
         let snapshot = Arc::new(Snapshot::default());
-        let sync = Sync::new(store.clone(), limiter.clone(), snapshot.clone());
+        let denials = Arc::new(DenialCache::new(settings.sync_interval()));
+        let sync = Sync::new(
+            store.clone(),
+            limiter.clone(),
+            snapshot.clone(),
+            denials.clone(),
+        );
         let admin = Admin::new(store.clone(), sync.clone(), limiter.clone());
         Ok(Self {
             store,
             limiter,
             snapshot,
+            denials,
             sync,
             admin,
         })
@@ -88,6 +97,7 @@ impl Application {
             admin: core.admin,
             limiter: core.limiter,
             snapshot: core.snapshot,
+            denials: core.denials,
             store: core.store.clone(),
         });
         let mut server = HttpServer::new(move || {

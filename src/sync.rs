@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
 
+use crate::denials::DenialCache;
 use crate::domain::PolicyName;
 use crate::limiter::{Limiter, PolicyConfig};
 use crate::snapshot::Snapshot;
@@ -23,6 +24,7 @@ pub struct Sync {
     store: Store,
     limiter: Limiter,
     snapshot: Arc<Snapshot>,
+    denials: Arc<DenialCache>,
 }
 
 /// What one reconcile pass found and did.
@@ -35,11 +37,17 @@ pub struct ReconcileReport {
 }
 
 impl Sync {
-    pub fn new(store: Store, limiter: Limiter, snapshot: Arc<Snapshot>) -> Self {
+    pub fn new(
+        store: Store,
+        limiter: Limiter,
+        snapshot: Arc<Snapshot>,
+        denials: Arc<DenialCache>,
+    ) -> Self {
         Self {
             store,
             limiter,
             snapshot,
+            denials,
         }
     }
 
@@ -47,6 +55,7 @@ impl Sync {
     /// returned: the change is committed, and the next reconcile pass brings it over.
     pub async fn policy_saved(&self, record: &PolicyRecord) {
         self.snapshot.upsert_policy(record);
+        self.denials.forget(record.spec.name.as_str());
         let config = PolicyConfig::new(&record.spec, record.created_ms, record.version);
         if let Err(e) = self.limiter.push_policy(&config).await {
             tracing::warn!(policy = %record.spec.name, error = %e, "push after commit failed; reconcile will retry");
@@ -55,6 +64,7 @@ impl Sync {
 
     pub async fn policy_deleted(&self, name: &PolicyName) {
         self.snapshot.remove_policy(name.as_str());
+        self.denials.forget(name.as_str());
         if let Err(e) = self.limiter.delete_policy(name).await {
             tracing::warn!(policy = %name, error = %e, "delete after commit failed; reconcile will retry");
         }
@@ -82,6 +92,9 @@ impl Sync {
 
         self.snapshot.replace_keys(grants);
         self.snapshot.replace_policies(&policies);
+        // Denials of policies changed elsewhere no longer hold.
+        self.denials
+            .forget_changed(|name| self.snapshot.policy(name).map(|b| b.version));
 
         let configs: Vec<PolicyConfig> = policies
             .iter()

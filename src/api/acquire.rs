@@ -14,6 +14,7 @@ use super::AppState;
 use super::json::ValidJson;
 use super::problem::Problem;
 use crate::auth::hash_secret;
+use crate::denials::CachedDenial;
 use crate::domain::{FailureMode, FieldError, Permits, PolicyName};
 use crate::limiter::{AcquireOutcome, Decision};
 use crate::telemetry::METRICS;
@@ -102,6 +103,18 @@ pub async fn acquire(
         return Err(permits_above(brief.max_permits));
     }
 
+    if let Some(known) = state.denials.check(&name, &key.app, permits.get()) {
+        METRICS
+            .decisions
+            .with_label_values(&[name.as_str(), "denied"])
+            .inc();
+        let response = denied_reply(&name, known);
+        METRICS
+            .acquire_seconds
+            .observe(started.elapsed().as_secs_f64());
+        return Ok(response);
+    }
+
     let outcome = state.limiter.acquire(&name, permits, &key.app).await;
     let response = match outcome {
         Ok(AcquireOutcome::Decided {
@@ -127,6 +140,18 @@ pub async fn acquire(
                 Decision::Denied => "denied",
                 Decision::Unenforced => "unenforced",
             };
+            if decision == Decision::Denied {
+                let known = CachedDenial {
+                    remaining,
+                    limit,
+                    version,
+                    retry_after_ms,
+                    reset_after_ms,
+                };
+                state
+                    .denials
+                    .remember(&name, &key.app, permits.get(), known);
+            }
             METRICS
                 .decisions
                 .with_label_values(&[name.as_str(), outcome])
@@ -182,6 +207,28 @@ pub async fn acquire(
         .acquire_seconds
         .observe(started.elapsed().as_secs_f64());
     Ok(response)
+}
+
+/// A 429 answered from a denial this instance already got for the same request.
+fn denied_reply(name: &PolicyName, known: CachedDenial) -> HttpResponse {
+    let reply = AcquireReply {
+        allowed: false,
+        remaining: Some(known.remaining),
+        limit: Some(known.limit),
+        retry_after_ms: Some(known.retry_after_ms),
+        reset_after_ms: Some(known.reset_after_ms),
+        policy_version: Some(known.version),
+        enforced: None,
+        degraded: None,
+    };
+    decided(
+        name,
+        &reply,
+        known.limit,
+        known.reset_after_ms,
+        known.retry_after_ms,
+        Decision::Denied,
+    )
 }
 
 fn permits_above(limit: i64) -> Problem {

@@ -12,6 +12,7 @@ use std::sync::Arc;
 use actix_web::{HttpRequest, web};
 
 use crate::admin::Admin;
+use crate::denials::DenialCache;
 use crate::limiter::Limiter;
 use crate::snapshot::Snapshot;
 use crate::store::Store;
@@ -22,6 +23,7 @@ pub struct AppState {
     pub admin: Admin,
     pub limiter: Limiter,
     pub snapshot: Arc<Snapshot>,
+    pub denials: Arc<DenialCache>,
     pub store: Store,
 }
 
