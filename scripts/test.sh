@@ -32,6 +32,9 @@ cargo clippy --all-targets -- -D warnings
 step "cargo test --all-targets $*"
 cargo test --all-targets "$@"
 
+step "fuzz both APIs from their OpenAPI document (schemathesis): no 5xx"
+scripts/fuzz.sh
+
 # ---------------------------------------------------------------------------
 # BROWSER TESTS GO HERE (not written yet).
 # When a browser test directory exists, run it from this spot, after the Rust
