@@ -127,6 +127,10 @@ impl Admin {
     ) -> AdminResult<PolicyView> {
         let spec = build_spec(&input, None)?;
         let mut tx = self.store.begin().await?;
+        // The owner is a field of the body: an unknown one is invalid input, not a 404.
+        if tx.app_by_slug(spec.owner_app.as_str()).await?.is_none() {
+            return Err(FieldError::new("owner_app", "no such application").into());
+        }
         let app = authorised_app(&mut tx, actor, spec.owner_app.as_str(), Permission::Edit).await?;
         check_apps_exist(&mut tx, &spec).await?;
         let record = match tx.insert_policy(&app.id, &spec).await {
@@ -179,15 +183,10 @@ impl Admin {
             return Ok(PolicyView::from(&current));
         }
         check_apps_exist(&mut tx, &spec).await?;
-        let Some(updated) = tx.update_policy(&current, &spec).await? else {
-            let now = tx
-                .policy_by_name(name)
-                .await?
-                .ok_or(AdminError::NotFound("policy"))?;
-            return Err(AdminError::VersionConflict {
-                current: now.version,
-            });
-        };
+        // The row is locked since it was read, so its version still holds.
+        let updated = tx.update_policy(&current, &spec).await?.ok_or_else(|| {
+            AdminError::Internal(anyhow::anyhow!("locked policy {name:?} changed under us"))
+        })?;
         let view = PolicyView::from(&updated);
         tx.record_audit(AuditEntry {
             actor: &actor.name,
@@ -277,6 +276,9 @@ impl Admin {
             ))
     }
 
+    /// The policy, if the actor may do `wanted` with it. For an edit its row stays
+    /// locked until the transaction ends, so that concurrent changes apply one after the
+    /// other instead of failing each other's version check.
     async fn readable_policy(
         &self,
         tx: &mut crate::store::Tx,
@@ -284,10 +286,13 @@ impl Admin {
         name: &str,
         wanted: Permission,
     ) -> AdminResult<PolicyRecord> {
-        let record = tx
-            .policy_by_name(name)
-            .await?
-            .ok_or(AdminError::NotFound("policy"))?;
+        // A string that cannot be a policy name names none (and never reaches SQL).
+        let name = PolicyName::parse(name).map_err(|_| AdminError::NotFound("policy"))?;
+        let record = match wanted {
+            Permission::Edit => tx.policy_by_name_for_update(name.as_str()).await?,
+            Permission::View => tx.policy_by_name(name.as_str()).await?,
+        }
+        .ok_or(AdminError::NotFound("policy"))?;
         authorised_app(tx, actor, record.spec.owner_app.as_str(), wanted).await?;
         Ok(record)
     }

@@ -134,6 +134,14 @@ impl Store {
             .connect_with(options)
             .await
             .context("cannot connect to the database")?;
+        if backend == Backend::Sqlite {
+            // WAL lets readers run beside the one writer; it is a property of the file,
+            // so setting it on one connection is enough.
+            sqlx::query("PRAGMA journal_mode = WAL")
+                .execute(&pool)
+                .await
+                .context("cannot switch SQLite to WAL")?;
+        }
         Ok(Self { pool, backend })
     }
 
@@ -155,8 +163,16 @@ impl Store {
     }
 
     pub async fn begin(&self) -> StoreResult<Tx> {
+        let inner = match self.backend {
+            // SQLite has one writer. A deferred transaction that reads and then writes
+            // fails at once ("database is locked") when another wrote meanwhile; taking
+            // the write lock up front makes it wait (busy_timeout) instead. Almost every
+            // transaction here writes (an access token's last use, an audit event).
+            Backend::Sqlite => self.pool.begin_with("BEGIN IMMEDIATE").await?,
+            Backend::Postgres | Backend::MySql => self.pool.begin().await?,
+        };
         Ok(Tx {
-            inner: self.pool.begin().await?,
+            inner,
             backend: self.backend,
         })
     }

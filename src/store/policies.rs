@@ -157,6 +157,27 @@ impl Tx {
         Ok(done.rows_affected() > 0)
     }
 
+    /// The policy, its row locked until the transaction ends, so that a change computed
+    /// from it cannot race another (SQLite's transactions already hold the write lock).
+    pub async fn policy_by_name_for_update(
+        &mut self,
+        name: &str,
+    ) -> StoreResult<Option<PolicyRecord>> {
+        let lock = match self.backend {
+            super::Backend::Sqlite => "",
+            super::Backend::Postgres => " FOR UPDATE OF p",
+            super::Backend::MySql => " FOR UPDATE",
+        };
+        let row: Option<PolicyRow> = sqlx::query_as(
+            self.backend
+                .sql_built(format!("{SELECT} WHERE p.name = ?{lock}")),
+        )
+        .bind(name)
+        .fetch_optional(&mut *self.inner)
+        .await?;
+        row.map(PolicyRow::parse).transpose()
+    }
+
     pub async fn policy_by_name(&mut self, name: &str) -> StoreResult<Option<PolicyRecord>> {
         let row: Option<PolicyRow> =
             sqlx::query_as(self.backend.sql_built(format!("{SELECT} WHERE p.name = ?")))
