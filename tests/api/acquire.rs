@@ -1,0 +1,387 @@
+//! `POST /v1/acquire` over HTTP: the reply, the headers and every error status.
+
+use reqwest::StatusCode;
+use serde_json::json;
+
+use secrecy::ExposeSecret;
+
+use crate::helpers::*;
+use crate::on_every_backend;
+
+async fn grants_until_empty_then_denies_with_headers(db: Db) {
+    let app = spawn_app(db).await;
+    // 1 per second, capacity 3.
+    let key = app.shop_with_policy("orders.create", 1.0, 3).await;
+
+    for remaining in [2, 1, 0] {
+        let r = app.acquire(&key, "orders.create", 1).await;
+        assert_eq!(r.headers()["ratelimit-policy"], "\"orders.create\";q=3");
+        let ratelimit = r.headers()["ratelimit"].to_str().unwrap().to_owned();
+        assert!(r.headers().get("retry-after").is_none());
+        let body = expect_status(r, StatusCode::OK).await;
+        assert_eq!(body["allowed"], true);
+        assert_eq!(body["remaining"], remaining);
+        assert_eq!(body["limit"], 3);
+        assert_eq!(body["retry_after_ms"], 0);
+        assert_eq!(body["policy_version"], 1);
+        assert!(body["reset_after_ms"].as_i64().unwrap() > 0);
+        assert!(ratelimit.starts_with(&format!("\"orders.create\";r={remaining};t=")));
+    }
+
+    let r = app.acquire(&key, "orders.create", 1).await;
+    assert_eq!(r.headers()["retry-after"], "1", "whole seconds, rounded up");
+    assert!(
+        r.headers()["ratelimit"]
+            .to_str()
+            .unwrap()
+            .ends_with(";r=0;t=1")
+    );
+    let body = expect_status(r, StatusCode::TOO_MANY_REQUESTS).await;
+    assert_eq!(body["allowed"], false);
+    assert_eq!(body["remaining"], 0);
+    let retry = body["retry_after_ms"].as_i64().unwrap();
+    assert!((1..=1000).contains(&retry), "retry_after_ms {retry}");
+    assert!(body.get("enforced").is_none());
+}
+on_every_backend!(
+    grants_then_denies,
+    grants_until_empty_then_denies_with_headers
+);
+
+async fn every_error_has_its_status(db: Db) {
+    let app = spawn_app(db).await;
+    let key = app.shop_with_policy("orders.create", 1.0, 3).await;
+    app.create_app("other").await;
+    let other_key = app.create_key("other").await;
+
+    // 401: no key, an unknown key, a key of the wrong scheme.
+    let r = app
+        .client
+        .post(app.url("/v1/acquire"))
+        .json(&json!({"resource": "orders.create"}))
+        .send()
+        .await
+        .unwrap();
+    expect_problem(r, StatusCode::UNAUTHORIZED).await;
+    expect_problem(
+        app.acquire("rk_key_nope", "orders.create", 1).await,
+        StatusCode::UNAUTHORIZED,
+    )
+    .await;
+    let r = app
+        .client
+        .post(app.url("/v1/acquire"))
+        .header("authorization", format!("Basic {key}"))
+        .json(&json!({"resource": "orders.create"}))
+        .send()
+        .await
+        .unwrap();
+    expect_problem(r, StatusCode::UNAUTHORIZED).await;
+
+    // 403: an application not in allowed_apps.
+    let body = expect_problem(
+        app.acquire(&other_key, "orders.create", 1).await,
+        StatusCode::FORBIDDEN,
+    )
+    .await;
+    assert!(body["detail"].as_str().unwrap().contains("other"));
+
+    // 404: no such policy.
+    expect_problem(
+        app.acquire(&key, "orders.none", 1).await,
+        StatusCode::NOT_FOUND,
+    )
+    .await;
+
+    // 422: permits below 1 or above the capacity, naming the field.
+    for permits in [0, -1, 4] {
+        let body = expect_problem(
+            app.acquire(&key, "orders.create", permits).await,
+            StatusCode::UNPROCESSABLE_ENTITY,
+        )
+        .await;
+        assert_eq!(body["field"], "permits");
+    }
+
+    // 400: not JSON, no resource, a resource that cannot be a policy name.
+    let r = app
+        .client
+        .post(app.url("/v1/acquire"))
+        .bearer_auth(&key)
+        .body("{not json")
+        .send()
+        .await
+        .unwrap();
+    expect_problem(r, StatusCode::BAD_REQUEST).await;
+    let r = app.post("/v1/acquire", &key, json!({"permits": 1})).await;
+    assert_eq!(
+        expect_problem(r, StatusCode::BAD_REQUEST).await["field"],
+        "resource"
+    );
+    let r = app
+        .post("/v1/acquire", &key, json!({"resource": "a b"}))
+        .await;
+    assert_eq!(
+        expect_problem(r, StatusCode::BAD_REQUEST).await["field"],
+        "resource"
+    );
+    // A wrong type is named too.
+    let r = app
+        .post(
+            "/v1/acquire",
+            &key,
+            json!({"resource": "orders.create", "permits": "2"}),
+        )
+        .await;
+    assert_eq!(
+        expect_problem(r, StatusCode::UNPROCESSABLE_ENTITY).await["field"],
+        "permits"
+    );
+
+    // None of the failures above took a permit: the whole capacity is still there.
+    let body = expect_status(app.acquire(&key, "orders.create", 3).await, StatusCode::OK).await;
+    assert_eq!(body["remaining"], 0);
+}
+on_every_backend!(errors, every_error_has_its_status);
+
+#[tokio::test]
+async fn permits_default_to_one_and_allowed_apps_may_share_a_policy() {
+    let app = spawn_app(Db::Sqlite).await;
+    app.create_app("shop").await;
+    app.create_app("my-app").await;
+    let shop = app.create_key("shop").await;
+    let mine = app.create_key("my-app").await;
+    app.create_policy(json!({
+        "name": "search", "owner_app": "shop", "rate": 0.001, "max_permits": 2,
+        "allowed_apps": ["shop", "my-app"]
+    }))
+    .await;
+    let r = app
+        .post("/v1/acquire", &shop, json!({"resource": "search"}))
+        .await;
+    assert_eq!(expect_status(r, StatusCode::OK).await["remaining"], 1);
+    // The other app draws from the same bucket.
+    let r = app
+        .post("/v1/acquire", &mine, json!({"resource": "search"}))
+        .await;
+    assert_eq!(expect_status(r, StatusCode::OK).await["remaining"], 0);
+    let r = app
+        .post("/v1/acquire", &mine, json!({"resource": "search"}))
+        .await;
+    expect_status(r, StatusCode::TOO_MANY_REQUESTS).await;
+}
+
+#[tokio::test]
+async fn a_disabled_policy_grants_unenforced_and_leaves_the_bucket_alone() {
+    let app = spawn_app(Db::Sqlite).await;
+    let key = app.shop_with_policy("exports", 0.001, 1).await;
+    expect_status(app.acquire(&key, "exports", 1).await, StatusCode::OK).await;
+    let r = app
+        .send(
+            "PATCH",
+            "/api/v1/policies/exports",
+            &app.admin_token,
+            Some(json!({"enabled": false})),
+        )
+        .await;
+    expect_status(r, StatusCode::OK).await;
+    for _ in 0..3 {
+        let body = expect_status(app.acquire(&key, "exports", 1).await, StatusCode::OK).await;
+        assert_eq!(body["allowed"], true);
+        assert_eq!(body["enforced"], false);
+    }
+    let r = app
+        .send(
+            "PATCH",
+            "/api/v1/policies/exports",
+            &app.admin_token,
+            Some(json!({"enabled": true})),
+        )
+        .await;
+    expect_status(r, StatusCode::OK).await;
+    expect_status(
+        app.acquire(&key, "exports", 1).await,
+        StatusCode::TOO_MANY_REQUESTS,
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn a_redis_outage_fails_closed_or_open_as_the_policy_says() {
+    let mut redis = PrivateRedis::start().await;
+    let db = fresh_database(Db::Sqlite).await;
+    let app = spawn_app_with(settings(&db, &redis.url(), "outage")).await;
+    let key = app.shop_with_policy("closed.one", 100.0, 100).await;
+    app.create_policy(json!({
+        "name": "open.one", "owner_app": "shop", "rate": 100, "max_permits": 100,
+        "failure_mode": "open"
+    }))
+    .await;
+    expect_status(app.acquire(&key, "closed.one", 1).await, StatusCode::OK).await;
+
+    redis.stop();
+
+    expect_problem(
+        app.acquire(&key, "closed.one", 1).await,
+        StatusCode::SERVICE_UNAVAILABLE,
+    )
+    .await;
+    let body = expect_status(app.acquire(&key, "open.one", 1).await, StatusCode::OK).await;
+    assert_eq!(body["allowed"], true);
+    assert_eq!(body["degraded"], true);
+    let r = app.client.get(app.url("/readyz")).send().await.unwrap();
+    assert_eq!(
+        expect_status(r, StatusCode::SERVICE_UNAVAILABLE).await["redis"],
+        "unreachable"
+    );
+}
+
+#[tokio::test]
+async fn health_metrics_and_openapi_answer() {
+    let app = spawn_app(Db::Sqlite).await;
+    let key = app.shop_with_policy("orders.create", 1.0, 1).await;
+    app.acquire(&key, "orders.create", 1).await;
+    app.acquire(&key, "orders.create", 1).await;
+
+    let r = app.client.get(app.url("/healthz")).send().await.unwrap();
+    expect_status(r, StatusCode::OK).await;
+    let r = app.client.get(app.url("/readyz")).send().await.unwrap();
+    let body = expect_status(r, StatusCode::OK).await;
+    assert_eq!(
+        (body["sql"].as_str(), body["redis"].as_str()),
+        (Some("ok"), Some("ok"))
+    );
+
+    let metrics = app
+        .client
+        .get(app.url("/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        metrics.contains(r#"ratekeeper_decisions_total{outcome="granted",policy="orders.create"}"#)
+    );
+    assert!(
+        metrics.contains(r#"ratekeeper_decisions_total{outcome="denied",policy="orders.create"}"#)
+    );
+    assert!(metrics.contains("ratekeeper_acquire_seconds_bucket"));
+    assert!(
+        metrics.contains("ratekeeper_sync_passes_total")
+            || metrics.contains("ratekeeper_sync_drift_total")
+    );
+
+    let r = app
+        .client
+        .get(app.url("/api/openapi.json"))
+        .send()
+        .await
+        .unwrap();
+    let doc = expect_status(r, StatusCode::OK).await;
+    assert!(doc["openapi"].as_str().unwrap().starts_with("3.1"));
+    assert!(doc["paths"]["/v1/acquire"]["post"].is_object());
+    for (path, method) in [
+        ("/api/v1/apps", "post"),
+        ("/api/v1/apps/{slug}/keys/{id}", "delete"),
+        ("/api/v1/apps/{slug}/members/{username}", "put"),
+        ("/api/v1/policies/{name}", "patch"),
+        ("/api/v1/policies/{name}/state", "get"),
+        ("/api/v1/audit", "get"),
+    ] {
+        assert!(
+            doc["paths"][path][method].is_object(),
+            "{method} {path} documented"
+        );
+    }
+    assert!(doc["components"]["schemas"]["PolicyInput"]["properties"]["rate"].is_object());
+
+    let r = app
+        .client
+        .get(app.url("/no/such/page"))
+        .send()
+        .await
+        .unwrap();
+    expect_problem(r, StatusCode::NOT_FOUND).await;
+}
+
+#[tokio::test]
+async fn the_acquire_path_reads_no_sql() {
+    // Keys and policies come from the in-memory snapshot: with the database gone, acquire
+    // still decides.
+    let app = spawn_app(Db::Postgres).await;
+    let key = app.shop_with_policy("orders.create", 1.0, 2).await;
+    let db_name = app
+        .settings
+        .database_url
+        .expose_secret()
+        .rsplit('/')
+        .next()
+        .unwrap()
+        .to_owned();
+    let server = std::env::var("RK_TEST_POSTGRES_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432".into());
+    let mut admin =
+        <sqlx::AnyConnection as sqlx::Connection>::connect(&format!("{server}/postgres"))
+            .await
+            .unwrap();
+    sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
+        "DROP DATABASE {db_name} WITH (FORCE)"
+    )))
+    .execute(&mut admin)
+    .await
+    .unwrap();
+    expect_status(app.acquire(&key, "orders.create", 2).await, StatusCode::OK).await;
+    expect_status(
+        app.acquire(&key, "orders.create", 1).await,
+        StatusCode::TOO_MANY_REQUESTS,
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn a_denial_is_repeated_locally_until_the_policy_changes() {
+    let app = spawn_app(Db::Sqlite).await;
+    let key = app.shop_with_policy("flooded", 0.001, 2).await;
+    expect_status(app.acquire(&key, "flooded", 2).await, StatusCode::OK).await;
+    let first = expect_status(
+        app.acquire(&key, "flooded", 1).await,
+        StatusCode::TOO_MANY_REQUESTS,
+    )
+    .await;
+
+    // Refill the bucket behind the instance's back: an identical request is still
+    // answered from the denial it already has, without asking Redis.
+    let mut conn = app.redis.clone();
+    redis::cmd("HSET")
+        .arg(app.policy_key("flooded"))
+        .arg("curr_permits")
+        .arg("2")
+        .query_async::<i64>(&mut conn)
+        .await
+        .unwrap();
+    let r = app.acquire(&key, "flooded", 1).await;
+    assert_eq!(r.headers()["retry-after"], first_retry_after_header(&first));
+    let again = expect_status(r, StatusCode::TOO_MANY_REQUESTS).await;
+    assert!(again["retry_after_ms"].as_i64().unwrap() <= first["retry_after_ms"].as_i64().unwrap());
+    assert_eq!(again["policy_version"], 1);
+
+    // A change of the policy drops what this instance knew: Redis decides again.
+    let r = app
+        .send(
+            "PATCH",
+            "/api/v1/policies/flooded",
+            &app.admin_token,
+            Some(json!({"description": "x"})),
+        )
+        .await;
+    expect_status(r, StatusCode::OK).await;
+    let body = expect_status(app.acquire(&key, "flooded", 1).await, StatusCode::OK).await;
+    assert_eq!(body["policy_version"], 2);
+}
+
+fn first_retry_after_header(body: &serde_json::Value) -> String {
+    let ms = body["retry_after_ms"].as_i64().unwrap();
+    ((ms + 999) / 1000).max(1).to_string()
+}

@@ -1,0 +1,12 @@
+//! Integration tests: the real server on port 0, real PostgreSQL, MariaDB, SQLite and
+//! Redis. `scripts/test.sh` makes sure the services run.
+
+mod helpers;
+
+mod acquire;
+mod admin_api;
+mod cli;
+mod lua_token_bucket;
+mod operations;
+mod store;
+mod sync;

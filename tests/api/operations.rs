@@ -1,0 +1,230 @@
+//! Operating ratekeeper: a Redis Cluster, graceful shutdown, a config file.
+
+use std::net::TcpListener;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use reqwest::StatusCode;
+use serde_json::json;
+
+use crate::helpers::*;
+
+/// Three cluster masters on free ports (each port + 10000 is its bus port), killed on drop.
+struct LocalCluster {
+    nodes: Vec<Child>,
+    ports: Vec<u16>,
+    dir: std::path::PathBuf,
+}
+
+fn free_cluster_port() -> u16 {
+    loop {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        if port < 55_000 && TcpListener::bind(("127.0.0.1", port + 10_000)).is_ok() {
+            return port;
+        }
+    }
+}
+
+impl LocalCluster {
+    async fn start() -> Self {
+        let dir =
+            std::env::temp_dir().join(format!("ratekeeper-tests/cluster-{}", random_suffix()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let ports: Vec<u16> = (0..3).map(|_| free_cluster_port()).collect();
+        let nodes = ports
+            .iter()
+            .map(|port| {
+                Command::new("redis-server")
+                    .args([
+                        "--port",
+                        &port.to_string(),
+                        "--bind",
+                        "127.0.0.1",
+                        "--cluster-enabled",
+                        "yes",
+                    ])
+                    .args(["--cluster-config-file", &format!("nodes-{port}.conf")])
+                    .args(["--save", "", "--appendonly", "no"])
+                    .current_dir(&dir)
+                    .stdout(Stdio::null())
+                    .spawn()
+                    .expect("redis-server")
+            })
+            .collect();
+        let cluster = Self { nodes, ports, dir };
+        for port in &cluster.ports {
+            let up = eventually(Duration::from_secs(10), || async move {
+                let Ok(client) = redis::Client::open(format!("redis://127.0.0.1:{port}")) else {
+                    return false;
+                };
+                client.get_multiplexed_async_connection().await.is_ok()
+            })
+            .await;
+            assert!(up, "cluster node {port} did not start");
+        }
+        let addrs: Vec<String> = cluster
+            .ports
+            .iter()
+            .map(|p| format!("127.0.0.1:{p}"))
+            .collect();
+        let out = Command::new("redis-cli")
+            .arg("--cluster")
+            .arg("create")
+            .args(&addrs)
+            .args(["--cluster-replicas", "0", "--cluster-yes"])
+            .output()
+            .expect("redis-cli");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+        // Wait until every node reports the cluster healthy.
+        for port in &cluster.ports {
+            let ok = eventually(Duration::from_secs(15), || async move {
+                let out = Command::new("redis-cli")
+                    .args(["-p", &port.to_string(), "cluster", "info"])
+                    .output()
+                    .unwrap();
+                String::from_utf8_lossy(&out.stdout).contains("cluster_state:ok")
+            })
+            .await;
+            assert!(ok, "cluster not ok on {port}");
+        }
+        cluster
+    }
+
+    fn url(&self) -> String {
+        self.ports
+            .iter()
+            .map(|p| format!("redis://127.0.0.1:{p}"))
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+}
+
+impl Drop for LocalCluster {
+    fn drop(&mut self) {
+        for node in &mut self.nodes {
+            let _ = node.kill();
+            let _ = node.wait();
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn works_on_a_redis_cluster() {
+    let cluster = LocalCluster::start().await;
+    let db = fresh_database(Db::Sqlite).await;
+    let app = spawn_app_with(settings(&db, &cluster.url(), "cluster")).await;
+    let key = app.shop_with_policy("orders.create", 0.001, 2).await;
+    // More policies, so that their keys spread over the three masters' slots.
+    for i in 0..10 {
+        app.create_policy(json!({"name": format!("spread.{i}"), "owner_app": "shop", "rate": 0.001, "max_permits": 1})).await;
+    }
+    expect_status(app.acquire(&key, "orders.create", 2).await, StatusCode::OK).await;
+    expect_status(
+        app.acquire(&key, "orders.create", 1).await,
+        StatusCode::TOO_MANY_REQUESTS,
+    )
+    .await;
+    for i in 0..10 {
+        expect_status(
+            app.acquire(&key, &format!("spread.{i}"), 1).await,
+            StatusCode::OK,
+        )
+        .await;
+        expect_status(
+            app.acquire(&key, &format!("spread.{i}"), 1).await,
+            StatusCode::TOO_MANY_REQUESTS,
+        )
+        .await;
+    }
+    let state = expect_status(
+        app.get("/api/v1/policies/spread.3/state", &app.admin_token)
+            .await,
+        StatusCode::OK,
+    )
+    .await;
+    assert!(state["current_permits"].as_f64().unwrap() < 1.0);
+    let r = app
+        .send(
+            "DELETE",
+            "/api/v1/policies/spread.3",
+            &app.admin_token,
+            None,
+        )
+        .await;
+    expect_status(r, StatusCode::NO_CONTENT).await;
+    expect_problem(
+        app.acquire(&key, "spread.3", 1).await,
+        StatusCode::NOT_FOUND,
+    )
+    .await;
+    let report = app.core().await.sync.reconcile_once().await.unwrap();
+    assert_eq!(
+        (report.policies, report.rewritten, report.failed),
+        (10, 0, 0)
+    );
+}
+
+#[tokio::test]
+async fn shutdown_finishes_and_stops_serving() {
+    let db = fresh_database(Db::Sqlite).await;
+    let s = settings(&db, &redis_url(), &format!("rktest-{}", random_suffix()));
+    let app = ratekeeper::startup::Application::build(s).await.unwrap();
+    let url = format!("http://127.0.0.1:{}/healthz", app.port());
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let running = tokio::spawn(app.run_until(async {
+        let _ = stopped.await;
+    }));
+    assert_eq!(reqwest::get(&url).await.unwrap().status(), StatusCode::OK);
+    stop.send(()).unwrap();
+    // run_until returns only after the server and the sync task have both stopped.
+    running.await.unwrap().unwrap();
+    assert!(reqwest::get(&url).await.is_err(), "no longer accepting");
+}
+
+#[tokio::test]
+async fn a_config_file_is_read_and_the_environment_overrides_it() {
+    let dir = std::env::temp_dir().join(format!("ratekeeper-tests/config-{}", random_suffix()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let from_file = dir.join("from-file.db");
+    let from_env = dir.join("from-env.db");
+    let config = dir.join("ratekeeper.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "database_url = \"sqlite://{}\"\nsync_interval_ms = 1000\n",
+            from_file.display()
+        ),
+    )
+    .unwrap();
+    let run = |env_db: Option<&std::path::Path>| {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_ratekeeper"));
+        cmd.arg("migrate")
+            .env("RATEKEEPER_CONFIG", &config)
+            .env_remove("RATEKEEPER_DATABASE_URL");
+        if let Some(db) = env_db {
+            cmd.env(
+                "RATEKEEPER_DATABASE_URL",
+                format!("sqlite://{}", db.display()),
+            );
+        }
+        cmd.output().unwrap()
+    };
+    assert!(run(None).status.success());
+    assert!(from_file.exists(), "the file's database_url was used");
+    assert!(run(Some(&from_env)).status.success());
+    assert!(from_env.exists(), "the environment overrides the file");
+
+    std::fs::write(&config, "no_such_setting = 1\n").unwrap();
+    let out = run(None);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no_such_setting"));
+}

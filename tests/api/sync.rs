@@ -1,0 +1,272 @@
+//! The SQL -> Redis sync: write-through after each change, and the reconcile pass that
+//! repairs Redis after a flush, a missed push or another instance's stale view.
+
+use std::time::Duration;
+
+use reqwest::StatusCode;
+use serde_json::json;
+
+use crate::helpers::*;
+use crate::on_every_backend;
+
+async fn patch(app: &TestApp, name: &str, body: serde_json::Value) -> serde_json::Value {
+    let r = app
+        .send(
+            "PATCH",
+            &format!("/api/v1/policies/{name}"),
+            &app.admin_token,
+            Some(body),
+        )
+        .await;
+    expect_status(r, StatusCode::OK).await
+}
+
+async fn changes_take_effect_on_the_next_acquire(db: Db) {
+    let app = spawn_app(db).await;
+    // Nearly no refill: what happens is the sync's doing, not time's.
+    let key = app.shop_with_policy("reports", 0.001, 2).await;
+    expect_status(app.acquire(&key, "reports", 2).await, StatusCode::OK).await;
+
+    // A change that touches neither rate nor capacity never refills the bucket.
+    let p = patch(&app, "reports", json!({"description": "monthly reports"})).await;
+    assert_eq!(p["version"], 2);
+    let body = expect_status(
+        app.acquire(&key, "reports", 1).await,
+        StatusCode::TOO_MANY_REQUESTS,
+    )
+    .await;
+    assert_eq!(
+        body["policy_version"], 2,
+        "the new version is in Redis at once"
+    );
+
+    // A higher capacity is in force at the next acquire.
+    patch(&app, "reports", json!({"max_permits": 5})).await;
+    let body = expect_status(
+        app.acquire(&key, "reports", 1).await,
+        StatusCode::TOO_MANY_REQUESTS,
+    )
+    .await;
+    assert_eq!(body["limit"], 5);
+
+    // So is a faster rate: 1000 per second refills a permit within a millisecond.
+    patch(&app, "reports", json!({"rate": 1000})).await;
+    let refilled = eventually(Duration::from_secs(5), || async {
+        app.acquire(&key, "reports", 1).await.status() == StatusCode::OK
+    })
+    .await;
+    assert!(refilled, "the new rate refills");
+
+    // A lowered capacity clamps the bucket at once.
+    patch(&app, "reports", json!({"max_permits": 1, "rate": 0.001})).await;
+    let r = app.acquire(&key, "reports", 2).await;
+    assert_eq!(
+        expect_problem(r, StatusCode::UNPROCESSABLE_ENTITY).await["field"],
+        "permits"
+    );
+    let state = expect_status(
+        app.get("/api/v1/policies/reports/state", &app.admin_token)
+            .await,
+        StatusCode::OK,
+    )
+    .await;
+    assert!(state["current_permits"].as_f64().unwrap() <= 1.0);
+    assert_eq!(state["max_permits"], 1);
+}
+on_every_backend!(changes_take_effect, changes_take_effect_on_the_next_acquire);
+
+async fn a_deleted_policy_leaves_nothing_in_redis(db: Db) {
+    let app = spawn_app(db).await;
+    let key = app.shop_with_policy("gone.soon", 1.0, 2).await;
+    expect_status(app.acquire(&key, "gone.soon", 1).await, StatusCode::OK).await;
+    assert!(app.redis_exists(&app.policy_key("gone.soon")).await);
+    let r = app
+        .send(
+            "DELETE",
+            "/api/v1/policies/gone.soon",
+            &app.admin_token,
+            None,
+        )
+        .await;
+    expect_status(r, StatusCode::NO_CONTENT).await;
+    assert!(!app.redis_exists(&app.policy_key("gone.soon")).await);
+    expect_problem(
+        app.acquire(&key, "gone.soon", 1).await,
+        StatusCode::NOT_FOUND,
+    )
+    .await;
+
+    // Created again under the same name, it is a new policy with a full bucket.
+    app.create_policy(
+        json!({"name": "gone.soon", "owner_app": "shop", "rate": 0.001, "max_permits": 3}),
+    )
+    .await;
+    let body = expect_status(app.acquire(&key, "gone.soon", 3).await, StatusCode::OK).await;
+    assert_eq!(body["policy_version"], 1);
+}
+on_every_backend!(deletes, a_deleted_policy_leaves_nothing_in_redis);
+
+#[tokio::test]
+async fn after_flushall_every_policy_is_back_within_one_interval() {
+    let redis = PrivateRedis::start().await;
+    let db = fresh_database(Db::Sqlite).await;
+    let mut s = settings(&db, &redis.url(), "flush");
+    s.sync_interval_ms = 200;
+    let app = spawn_app_with(s).await;
+    let key = app.shop_with_policy("p1", 1.0, 5).await;
+    app.create_policy(json!({"name": "p2", "owner_app": "shop", "rate": 1, "max_permits": 5}))
+        .await;
+
+    let mut conn = app.redis.clone();
+    redis::cmd("FLUSHALL")
+        .query_async::<String>(&mut conn)
+        .await
+        .unwrap();
+    expect_problem(app.acquire(&key, "p1", 1).await, StatusCode::NOT_FOUND).await;
+
+    let back = eventually(Duration::from_secs(10), || async {
+        app.redis_exists(&app.policy_key("p1")).await
+            && app.redis_exists(&app.policy_key("p2")).await
+    })
+    .await;
+    assert!(back, "the reconcile pass restored both policies");
+    expect_status(app.acquire(&key, "p2", 1).await, StatusCode::OK).await;
+}
+
+#[tokio::test]
+async fn two_instances_side_by_side_do_not_fight() {
+    let app = spawn_app(Db::Postgres).await;
+    let key = app.shop_with_policy("shared", 0.001, 10).await;
+    let other = app.core().await; // a second instance on the same SQL and Redis
+    expect_status(app.acquire(&key, "shared", 4).await, StatusCode::OK).await;
+
+    // The other instance reconciles: Redis already agrees, so it rewrites nothing and
+    // the bucket keeps its 6 permits.
+    let report = other.sync.reconcile_once().await.unwrap();
+    assert_eq!((report.policies, report.rewritten, report.swept), (1, 0, 0));
+
+    // A change made through the first instance...
+    patch(&app, "shared", json!({"max_permits": 20})).await;
+    // ...is not undone by the other instance's older view pushed late.
+    let stale = ratekeeper::limiter::PolicyConfig {
+        name: ratekeeper::domain::PolicyName::parse("shared").unwrap(),
+        created_ms: app
+            .redis_field(&app.policy_key("shared"), "created_ms")
+            .await
+            .unwrap()
+            .parse()
+            .unwrap(),
+        version: 1,
+        max_permits: 10,
+        rate: 0.001,
+        apps: ",shop,".into(),
+        enabled: true,
+    };
+    assert!(
+        !other.limiter.push_policy(&stale).await.unwrap(),
+        "an older version is refused"
+    );
+    assert_eq!(
+        app.redis_field(&app.policy_key("shared"), "max_permits")
+            .await
+            .as_deref(),
+        Some("20")
+    );
+
+    // Both reconcile again: nothing to do for either, and the bucket was never refilled.
+    assert_eq!(other.sync.reconcile_once().await.unwrap().rewritten, 0);
+    assert_eq!(
+        app.core()
+            .await
+            .sync
+            .reconcile_once()
+            .await
+            .unwrap()
+            .rewritten,
+        0
+    );
+    let body = expect_status(app.acquire(&key, "shared", 6).await, StatusCode::OK).await;
+    assert_eq!(body["remaining"], 0);
+}
+
+#[tokio::test]
+async fn reconcile_repairs_a_missed_push_and_sweeps_orphans() {
+    let app = spawn_app(Db::Sqlite).await;
+    let key = app.shop_with_policy("kept", 1.0, 3).await;
+    let mut conn = app.redis.clone();
+    // A push that never arrived: the key is gone from Redis alone.
+    redis::cmd("DEL")
+        .arg(app.policy_key("kept"))
+        .query_async::<i64>(&mut conn)
+        .await
+        .unwrap();
+    // A key left by a policy deleted long ago (created_ms far in the past).
+    redis::cmd("HSET")
+        .arg(app.policy_key("orphan"))
+        .arg(&[
+            "created_ms",
+            "1",
+            "version",
+            "1",
+            "max_permits",
+            "1",
+            "rate",
+            "1",
+            "apps",
+            ",shop,",
+            "enabled",
+            "1",
+        ])
+        .query_async::<i64>(&mut conn)
+        .await
+        .unwrap();
+
+    let report = app.core().await.sync.reconcile_once().await.unwrap();
+    assert_eq!((report.rewritten, report.swept), (1, 1));
+    assert!(app.redis_exists(&app.policy_key("kept")).await);
+    assert!(!app.redis_exists(&app.policy_key("orphan")).await);
+    expect_status(app.acquire(&key, "kept", 3).await, StatusCode::OK).await;
+}
+
+#[tokio::test]
+async fn keys_and_policies_made_elsewhere_arrive_with_the_next_pass() {
+    let app = spawn_app(Db::MySql).await;
+    app.create_app("shop").await;
+    // Another instance creates a key and a policy: this one learns of them by reconciling.
+    let other = app.core().await;
+    let actor = ratekeeper::auth::Actor::operator();
+    let created = other
+        .admin
+        .create_key(
+            &actor,
+            "shop",
+            ratekeeper::admin::KeyInput {
+                label: Some("elsewhere".into()),
+            },
+        )
+        .await
+        .unwrap();
+    let policy = ratekeeper::admin::PolicyInput {
+        name: Some("elsewhere".into()),
+        owner_app: Some("shop".into()),
+        rate: Some(1.0),
+        max_permits: Some(1),
+        ..Default::default()
+    };
+    other.admin.create_policy(&actor, policy).await.unwrap();
+    // The policy is in Redis already (the other instance pushed it); the key is not yet
+    // in this instance's snapshot.
+    expect_problem(
+        app.acquire(&created.key, "elsewhere", 1).await,
+        StatusCode::UNAUTHORIZED,
+    )
+    .await;
+    let mut s = app.settings.clone();
+    s.sync_interval_ms = 100;
+    let third = spawn_app_with(s).await;
+    expect_status(
+        third.acquire(&created.key, "elsewhere", 1).await,
+        StatusCode::OK,
+    )
+    .await;
+}
