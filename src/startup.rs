@@ -39,11 +39,18 @@ impl Core {
         let conn = RedisConn::connect(settings.redis_url.expose_secret(), settings.redis_timeout())
             .await?;
         let limiter = Limiter::new(conn, &settings.redis_prefix, settings.redis_timeout());
+        // The sync task's own connection: its passes must not queue ahead of acquires on
+        // the multiplexed connection of the hot path.
+        let sync_conn =
+            RedisConn::connect(settings.redis_url.expose_secret(), settings.redis_timeout())
+                .await?;
+        let sync_limiter =
+            Limiter::new(sync_conn, &settings.redis_prefix, settings.redis_timeout());
         let snapshot = Arc::new(Snapshot::default());
         let denials = Arc::new(DenialCache::new(settings.sync_interval()));
         let sync = Sync::new(
             store.clone(),
-            limiter.clone(),
+            sync_limiter,
             snapshot.clone(),
             denials.clone(),
         );
@@ -100,10 +107,14 @@ impl Application {
             denials: core.denials,
             store: core.store.clone(),
         });
+        let redis_url = settings.redis_url.clone();
         let mut server = HttpServer::new(move || {
+            // Runs on each worker thread: the acquire path gets that thread's connection.
+            let local = state.limiter.for_this_thread(redis_url.expose_secret());
             App::new()
                 .wrap(TracingLogger::default())
                 .app_data(state.clone())
+                .app_data(web::Data::new(api::WorkerLimiter(local)))
                 .configure(api::routes)
                 .configure(console::routes)
                 .default_service(web::to(api::not_found))

@@ -1,6 +1,13 @@
 //! Keeps Redis a faithful copy of the SQL store: a push right after each commit
 //! (write-through), and a reconcile pass on an interval that repairs whatever a push
 //! missed, a Redis restart or flush lost, or another instance left behind.
+//!
+//! A pass is *full* (every policy read from SQL and checked in Redis, orphans swept) when
+//! the SQL fingerprint changed since this instance's last full pass, or Redis lacks the
+//! marker of that fingerprint (flushed, restarted). Otherwise it is *light*: API keys are
+//! reloaded, and one slice of the policies is checked in Redis, so that a key lost on its
+//! own (evicted, deleted by hand) is restored within a bounded number of passes while a
+//! quiet pass over 100,000 policies stays cheap for Redis and the acquire path.
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -19,18 +26,34 @@ use crate::telemetry::METRICS;
 /// so a policy another instance created (and pushed) while we read SQL is never taken.
 const SWEEP_GRACE_MS: i64 = 60_000;
 
+/// How many policies a light pass checks in Redis.
+const LIGHT_PASS_SLICE: usize = 1000;
+
 #[derive(Clone)]
 pub struct Sync {
     store: Store,
     limiter: Limiter,
     snapshot: Arc<Snapshot>,
     denials: Arc<DenialCache>,
+    memo: Arc<tokio::sync::Mutex<Memo>>,
+}
+
+/// What the last full pass saw, for the light passes after it.
+#[derive(Default)]
+struct Memo {
+    fingerprint: Option<String>,
+    configs: Vec<PolicyConfig>,
+    /// Where the next light pass's slice starts.
+    cursor: usize,
 }
 
 /// What one reconcile pass found and did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ReconcileReport {
+    /// Whether every policy was read from SQL and checked in Redis.
+    pub full: bool,
     pub policies: usize,
+    pub checked: usize,
     pub rewritten: usize,
     pub failed: usize,
     pub swept: usize,
@@ -48,6 +71,7 @@ impl Sync {
             limiter,
             snapshot,
             denials,
+            memo: Arc::default(),
         }
     }
 
@@ -79,23 +103,86 @@ impl Sync {
         Ok(())
     }
 
-    /// One full pass: SQL -> snapshot, SQL -> Redis, orphans out of Redis.
+    /// One pass, full or light (see the module's documentation).
     pub async fn reconcile_once(&self) -> anyhow::Result<ReconcileReport> {
         let started = Instant::now();
         let read_at = now_ms();
+        // One pass at a time per instance: the memo is what the last full pass saw.
+        let mut memo = self.memo.lock().await;
         let mut tx = self.store.begin().await?;
         let usage = self.snapshot.key_usage();
         tx.touch_api_keys(&usage).await?;
-        let policies = tx.list_policies(None).await?;
         let grants = tx.live_key_grants().await?;
+        let fingerprint = tx.policy_fingerprint().await?;
+        let marker = self.limiter.sync_marker().await?;
+        let full = memo.fingerprint.as_deref() != Some(fingerprint.as_str())
+            || marker.as_deref() != Some(fingerprint.as_str());
+        let policies = if full {
+            Some(tx.list_policies(None).await?)
+        } else {
+            None
+        };
         tx.commit().await?;
-
         self.snapshot.replace_keys(grants);
-        self.snapshot.replace_policies(&policies);
+
+        let report = match policies {
+            Some(policies) => {
+                let report = self.full_pass(&policies, read_at).await?;
+                if report.failed == 0 {
+                    // Only a pass that mirrored everything may vouch for the fingerprint.
+                    self.limiter.set_sync_marker(&fingerprint).await?;
+                    memo.fingerprint = Some(fingerprint);
+                } else {
+                    memo.fingerprint = None;
+                }
+                memo.configs = policies
+                    .iter()
+                    .map(|r| PolicyConfig::new(&r.spec, r.created_ms, r.version))
+                    .collect();
+                report
+            }
+            None => {
+                let total = memo.configs.len();
+                let start = if memo.cursor >= total { 0 } else { memo.cursor };
+                let end = (start + LIGHT_PASS_SLICE).min(total);
+                let stats = self.limiter.push_all(&memo.configs[start..end]).await;
+                memo.cursor = end;
+                ReconcileReport {
+                    full: false,
+                    policies: total,
+                    checked: end - start,
+                    rewritten: stats.written,
+                    failed: stats.failed,
+                    swept: 0,
+                }
+            }
+        };
+        drop(memo);
+
+        METRICS.sync_drift.inc_by(report.rewritten as u64);
+        METRICS
+            .sync_pass_seconds
+            .observe(started.elapsed().as_secs_f64());
+        if report.failed > 0 {
+            anyhow::bail!(
+                "{} of {} policy pushes failed",
+                report.failed,
+                report.checked
+            );
+        }
+        Ok(report)
+    }
+
+    /// Every policy: into the snapshot, checked in Redis, and keys of gone ones swept.
+    async fn full_pass(
+        &self,
+        policies: &[PolicyRecord],
+        read_at: i64,
+    ) -> anyhow::Result<ReconcileReport> {
+        self.snapshot.replace_policies(policies);
         // Denials of policies changed elsewhere no longer hold.
         self.denials
             .forget_changed(|name| self.snapshot.policy(name).map(|b| b.version));
-
         let configs: Vec<PolicyConfig> = policies
             .iter()
             .map(|r| PolicyConfig::new(&r.spec, r.created_ms, r.version))
@@ -106,16 +193,10 @@ impl Sync {
             .limiter
             .sweep_orphans(&known, read_at - SWEEP_GRACE_MS)
             .await?;
-
-        METRICS.sync_drift.inc_by(stats.written as u64);
-        METRICS
-            .sync_pass_seconds
-            .observe(started.elapsed().as_secs_f64());
-        if stats.failed > 0 {
-            anyhow::bail!("{} of {} policy pushes failed", stats.failed, configs.len());
-        }
         Ok(ReconcileReport {
+            full: true,
             policies: configs.len(),
+            checked: configs.len(),
             rewritten: stats.written,
             failed: stats.failed,
             swept,

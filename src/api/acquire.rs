@@ -10,9 +10,9 @@ use actix_web::{HttpRequest, HttpResponse, web};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use super::AppState;
 use super::json::ValidJson;
 use super::problem::Problem;
+use super::{AppState, WorkerLimiter};
 use crate::auth::hash_secret;
 use crate::denials::CachedDenial;
 use crate::domain::{FailureMode, FieldError, Permits, PolicyName};
@@ -75,6 +75,7 @@ pub fn bearer(req: &HttpRequest) -> Option<&str> {
 pub async fn acquire(
     req: HttpRequest,
     state: web::Data<AppState>,
+    limiter: web::Data<WorkerLimiter>,
     body: ValidJson<AcquireRequest>,
 ) -> Result<HttpResponse, Problem> {
     let started = Instant::now();
@@ -115,7 +116,7 @@ pub async fn acquire(
         return Ok(response);
     }
 
-    let outcome = state.limiter.acquire(&name, permits, &key.app).await;
+    let outcome = limiter.0.acquire(&name, permits, &key.app).await;
     let response = match outcome {
         Ok(AcquireOutcome::Decided {
             decision,

@@ -27,6 +27,10 @@ pub struct AppState {
     pub store: Store,
 }
 
+/// The limiter of the HTTP worker thread serving the request (see
+/// [`Limiter::for_this_thread`]).
+pub struct WorkerLimiter(pub Limiter);
+
 pub fn routes(cfg: &mut web::ServiceConfig) {
     cfg.app_data(
         web::QueryConfig::default()

@@ -27,12 +27,9 @@ impl RedisConn {
             [] => anyhow::bail!("redis_url is empty"),
             [one] => {
                 let client = redis::Client::open(*one).context("invalid redis_url")?;
-                let config = ConnectionManagerConfig::new()
-                    .set_connection_timeout(Some(timeout.max(Duration::from_millis(500))))
-                    .set_response_timeout(Some(timeout))
-                    .set_number_of_retries(1);
-                let manager = ConnectionManager::new_lazy_with_config(client, config)
-                    .context("cannot set up the redis connection")?;
+                let manager =
+                    ConnectionManager::new_lazy_with_config(client, manager_config(timeout))
+                        .context("cannot set up the redis connection")?;
                 Ok(Self::Single(manager))
             }
             many => {
@@ -50,9 +47,29 @@ impl RedisConn {
         }
     }
 
+    /// A single-node connection driven by the calling thread's runtime, made without
+    /// waiting; `None` for a cluster URL. Each HTTP worker takes one, so an acquire never
+    /// hops to another thread to reach Redis.
+    pub fn local(url: &str, timeout: Duration) -> Option<Self> {
+        if url.contains(',') {
+            return None;
+        }
+        let client = redis::Client::open(url.trim()).ok()?;
+        let manager =
+            ConnectionManager::new_lazy_with_config(client, manager_config(timeout)).ok()?;
+        Some(Self::Single(manager))
+    }
+
     pub fn is_cluster(&self) -> bool {
         matches!(self, Self::Cluster(_))
     }
+}
+
+fn manager_config(timeout: Duration) -> ConnectionManagerConfig {
+    ConnectionManagerConfig::new()
+        .set_connection_timeout(Some(timeout.max(Duration::from_millis(500))))
+        .set_response_timeout(Some(timeout))
+        .set_number_of_retries(1)
 }
 
 impl ConnectionLike for RedisConn {

@@ -23,6 +23,12 @@ impl KeySpace {
         format!("{}:{{{}}}", self.prefix, name)
     }
 
+    /// The marker the sync task leaves after a complete pass: the SQL fingerprint that
+    /// Redis then mirrored. Gone after a flush or a restart, which forces a full pass.
+    pub fn sync_marker(&self) -> String {
+        format!("{}:sync", self.prefix)
+    }
+
     /// The pattern that matches every policy key of this deployment, for SCAN.
     pub fn policy_pattern(&self) -> String {
         format!("{}:{{*}}", self.prefix)

@@ -43,6 +43,19 @@ impl Limiter {
         }
     }
 
+    /// The same limiter on a connection of the calling thread's own (single node only;
+    /// a cluster connection is shared as it is).
+    pub fn for_this_thread(&self, url: &str) -> Self {
+        match RedisConn::local(url, self.timeout) {
+            Some(conn) if !self.conn.is_cluster() => Self {
+                conn,
+                keys: self.keys.clone(),
+                timeout: self.timeout,
+            },
+            _ => self.clone(),
+        }
+    }
+
     pub fn keys(&self) -> &KeySpace {
         &self.keys
     }

@@ -12,7 +12,7 @@ use super::{Limiter, LimiterError, scripts};
 
 /// How many sync scripts one instance keeps in flight; the multiplexed connection
 /// pipelines them, so a reconcile pass over many policies is not one round trip each.
-const SYNC_CONCURRENCY: usize = 64;
+const SYNC_CONCURRENCY: usize = 32;
 
 /// The part of a policy that Redis holds, in the exact strings the scripts compare.
 #[derive(Debug, Clone, PartialEq)]
@@ -103,6 +103,28 @@ impl Limiter {
             }
         }
         stats
+    }
+
+    pub async fn sync_marker(&self) -> Result<Option<String>, LimiterError> {
+        let mut conn = self.conn.clone();
+        let mut cmd = redis::cmd("GET");
+        cmd.arg(self.keys.sync_marker());
+        let fut = cmd.query_async::<Option<String>>(&mut conn);
+        tokio::time::timeout(self.sync_timeout(), fut)
+            .await
+            .map_err(|_| LimiterError::Timeout(self.sync_timeout()))?
+            .map_err(Into::into)
+    }
+
+    pub async fn set_sync_marker(&self, fingerprint: &str) -> Result<(), LimiterError> {
+        let mut conn = self.conn.clone();
+        let mut cmd = redis::cmd("SET");
+        cmd.arg(self.keys.sync_marker()).arg(fingerprint);
+        let fut = cmd.query_async::<()>(&mut conn);
+        tokio::time::timeout(self.sync_timeout(), fut)
+            .await
+            .map_err(|_| LimiterError::Timeout(self.sync_timeout()))??;
+        Ok(())
     }
 
     pub async fn delete_policy(&self, name: &PolicyName) -> Result<(), LimiterError> {

@@ -187,6 +187,33 @@ impl Tx {
         row.map(PolicyRow::parse).transpose()
     }
 
+    /// A summary of the whole policy table that changes whenever any policy is created,
+    /// changed or deleted: the sync task compares it between passes instead of reading
+    /// every row.
+    pub async fn policy_fingerprint(&mut self) -> StoreResult<String> {
+        // SUM of a BIGINT is NUMERIC/DECIMAL on PostgreSQL/MySQL, which the Any driver
+        // cannot read: cast it back to a 64-bit integer in each dialect.
+        let query = match self.backend {
+            super::Backend::Postgres => {
+                "SELECT COUNT(*), CAST(COALESCE(SUM(version), 0) AS BIGINT), \
+                CAST(COALESCE(SUM(created_ms), 0) AS BIGINT), COALESCE(MAX(updated_ms), 0) FROM policies"
+            }
+            super::Backend::MySql => {
+                "SELECT COUNT(*), CAST(COALESCE(SUM(version), 0) AS SIGNED), \
+                CAST(COALESCE(SUM(created_ms), 0) AS SIGNED), COALESCE(MAX(updated_ms), 0) FROM policies"
+            }
+            super::Backend::Sqlite => {
+                "SELECT COUNT(*), COALESCE(SUM(version), 0), \
+                COALESCE(SUM(created_ms), 0), COALESCE(MAX(updated_ms), 0) FROM policies"
+            }
+        };
+        let (count, versions, created, updated): (i64, i64, i64, i64) =
+            sqlx::query_as(self.sql(query))
+                .fetch_one(&mut *self.inner)
+                .await?;
+        Ok(format!("{count}:{versions}:{created}:{updated}"))
+    }
+
     /// Policies owned by one application, or every policy when `app_id` is `None`.
     pub async fn list_policies(&mut self, app_id: Option<&str>) -> StoreResult<Vec<PolicyRecord>> {
         let rows: Vec<PolicyRow> = match app_id {

@@ -270,3 +270,46 @@ async fn keys_and_policies_made_elsewhere_arrive_with_the_next_pass() {
     )
     .await;
 }
+
+#[tokio::test]
+async fn a_quiet_pass_reads_little_and_a_flush_or_change_forces_a_full_one() {
+    let redis = PrivateRedis::start().await;
+    let db = fresh_database(Db::Postgres).await;
+    let app = spawn_app_with(settings(&db, &redis.url(), "light")).await;
+    let key = app.shop_with_policy("p1", 1.0, 5).await;
+    let instance = app.core().await;
+
+    let first = instance.sync.reconcile_once().await.unwrap();
+    assert!(first.full, "nothing seen yet");
+    let quiet = instance.sync.reconcile_once().await.unwrap();
+    assert!(!quiet.full, "nothing changed: a light pass");
+    assert_eq!((quiet.checked, quiet.rewritten), (1, 0));
+
+    // A key lost on its own is restored by a light pass's slice.
+    let mut conn = app.redis.clone();
+    redis::cmd("DEL")
+        .arg(app.policy_key("p1"))
+        .query_async::<i64>(&mut conn)
+        .await
+        .unwrap();
+    let repaired = instance.sync.reconcile_once().await.unwrap();
+    assert!(!repaired.full);
+    assert_eq!(repaired.rewritten, 1);
+
+    // A change in SQL (made through another instance) makes the next pass full.
+    app.create_policy(json!({"name": "p2", "owner_app": "shop", "rate": 1, "max_permits": 5}))
+        .await;
+    let changed = instance.sync.reconcile_once().await.unwrap();
+    assert!(changed.full);
+    assert_eq!(changed.policies, 2);
+
+    // A flush takes the marker with it: full again, and everything is back.
+    redis::cmd("FLUSHALL")
+        .query_async::<String>(&mut conn)
+        .await
+        .unwrap();
+    let after_flush = instance.sync.reconcile_once().await.unwrap();
+    assert!(after_flush.full);
+    assert_eq!(after_flush.rewritten, 2);
+    expect_status(app.acquire(&key, "p2", 1).await, StatusCode::OK).await;
+}

@@ -1,0 +1,708 @@
+#!/usr/bin/env bash
+# bench/acquire.sh: measure ratekeeper's acquire path against its own ceilings, in one run.
+#
+# Builds the release binary, starts a private Redis and a private ratekeeper on loopback
+# (free ports, temporary SQLite database), creates an admin, a token, an application, an
+# API key and 10,000 + 3 policies through the CLI and the admin JSON API, then runs:
+#   a) wrk: granted acquires on one hot policy
+#   b) wrk: granted acquires spread over 10,000 policies (bench/acquire_many.lua)
+#   c) wrk: GET /healthz of the same server, the no-op HTTP ceiling
+#   d) wrk: a denied flood on a policy of 1 permit per second (nearly all 429)
+#   e) redis-benchmark: EVALSHA of lua/token_bucket.lua straight against Redis
+# and prints a table with the ratios of DESIGN.md section 9, also written to
+# bench/results/<timestamp>.txt. It is a benchmark, not a test: it asserts nothing about
+# time and exits non-zero only when the setup fails.
+#
+# Knobs (environment): BENCH_DURATION (10s), BENCH_SKIP_BUILD (0), BENCH_WARMUP (2s, 0 to
+# skip), BENCH_CONNECTIONS (64), BENCH_THREADS (2), BENCH_POLICIES (10000),
+# BENCH_CREATE_PARALLEL (8), BENCH_REDIS_REQUESTS (200000), BENCH_BIN
+# (target/release/ratekeeper), BENCH_KEEP_TMP (0; 1 keeps the temporary directory).
+set -euo pipefail
+export LC_ALL=C # '.' decimals in awk, one sort order for sort and comm
+
+SCRIPT_DIR=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd)
+ROOT=$(cd -- "$SCRIPT_DIR/.." && pwd)
+
+DURATION=${BENCH_DURATION:-10s}
+WARMUP=${BENCH_WARMUP:-2s}
+SKIP_BUILD=${BENCH_SKIP_BUILD:-0}
+CONNECTIONS=${BENCH_CONNECTIONS:-64}
+THREADS=${BENCH_THREADS:-2}
+POLICIES=${BENCH_POLICIES:-10000}
+CREATE_PARALLEL=${BENCH_CREATE_PARALLEL:-8}
+RB_REQUESTS=${BENCH_REDIS_REQUESTS:-200000}
+BIN=${BENCH_BIN:-$ROOT/target/release/ratekeeper}
+KEEP_TMP=${BENCH_KEEP_TMP:-0}
+
+PREFIX=bench                  # RATEKEEPER_REDIS_PREFIX of the server under test
+APP=bench
+ADMIN=bench
+ADMIN_PASSWORD=bench-password-123
+HUGE_POLICY='"rate":1000000,"max_permits":1000000000'
+# redis-benchmark's bucket lives outside the server's prefix: the server's reconcile
+# deletes every `bench:{...}` key that has no policy in SQL, and would delete this one.
+RB_KEY='rbench:{rb}'
+SHARED_REDIS_PORT=6379        # never touched
+
+log() { printf '[bench %(%H:%M:%S)T] %s\n' -1 "$*" >&2; }
+die() {
+    log "ERROR: $*"
+    exit 1
+}
+
+# ---------------------------------------------------------------------------------------
+# Arguments and environment
+
+[[ $# -eq 0 ]] || die "no arguments; use the BENCH_* environment variables (see the header)"
+[[ $DURATION =~ ^[1-9][0-9]*[smh]?$ ]] || die "BENCH_DURATION must look like 10s, 1m or 30 (got '$DURATION')"
+[[ $WARMUP =~ ^[0-9]+[smh]?$ ]] || die "BENCH_WARMUP must look like 2s or 0 (got '$WARMUP')"
+for knob in CONNECTIONS THREADS POLICIES CREATE_PARALLEL RB_REQUESTS; do
+    [[ ${!knob} =~ ^[1-9][0-9]*$ ]] || die "BENCH_$knob must be a positive integer (got '${!knob}')"
+done
+((CONNECTIONS >= THREADS)) || die "BENCH_CONNECTIONS must be at least BENCH_THREADS"
+((BASH_VERSINFO[0] >= 4)) || die "bash 4 or newer needed"
+
+# Seconds of a wrk duration (10s, 2m, 1h, 30).
+duration_s() {
+    local d=$1
+    case $d in
+    *h) echo $((${d%h} * 3600)) ;;
+    *m) echo $((${d%m} * 60)) ;;
+    *s) echo "${d%s}" ;;
+    *) echo "$d" ;;
+    esac
+}
+
+now_s() {
+    if [[ -n ${EPOCHREALTIME:-} ]]; then
+        echo "${EPOCHREALTIME/,/.}"
+    else
+        date +%s.%N
+    fi
+}
+seconds_since() { awk -v a="$1" -v b="$(now_s)" 'BEGIN { printf "%.1f", b - a }'; }
+
+# ---------------------------------------------------------------------------------------
+# Cleanup: only what this script started, by pid
+
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/ratekeeper-bench.XXXXXX")
+SERVER_PID=
+CHILD_PID=
+REDIS_PID=
+REDIS_PORT=
+
+stop_server() {
+    [[ -n $SERVER_PID ]] || return 0
+    if kill -0 "$SERVER_PID" 2>/dev/null; then
+        kill -TERM "$SERVER_PID" 2>/dev/null || true
+        local i
+        for ((i = 0; i < 50; i++)); do
+            kill -0 "$SERVER_PID" 2>/dev/null || break
+            sleep 0.2
+        done
+        if kill -0 "$SERVER_PID" 2>/dev/null; then
+            log "ratekeeper did not stop within 10 s of SIGTERM; sending SIGKILL"
+            kill -KILL "$SERVER_PID" 2>/dev/null || true
+        fi
+    fi
+    wait "$SERVER_PID" 2>/dev/null || true
+    SERVER_PID=
+}
+
+stop_redis() {
+    [[ -n $REDIS_PID ]] || return 0
+    timeout 5 redis-cli -h 127.0.0.1 -p "$REDIS_PORT" SHUTDOWN NOSAVE >/dev/null 2>&1 || true
+    local i
+    for ((i = 0; i < 50; i++)); do
+        kill -0 "$REDIS_PID" 2>/dev/null || break
+        sleep 0.1
+    done
+    # Only the process this script started: check its name, in case the pid was reused.
+    if kill -0 "$REDIS_PID" 2>/dev/null &&
+        [[ $(cat "/proc/$REDIS_PID/comm" 2>/dev/null || true) == redis-server* ]]; then
+        kill -KILL "$REDIS_PID" 2>/dev/null || true
+    fi
+    REDIS_PID=
+}
+
+# interruptible CMD...: runs CMD in the background and waits for it. Bash runs a trap only
+# once the foreground command is done; `wait` returns at once on a signal, so Ctrl-C or
+# SIGTERM stops a 10 s wrk run (cleanup sends CMD a SIGTERM) instead of waiting it out.
+interruptible() {
+    "$@" &
+    CHILD_PID=$!
+    local status=0
+    wait "$CHILD_PID" || status=$?
+    CHILD_PID=
+    return "$status"
+}
+
+stop_child() {
+    [[ -n $CHILD_PID ]] || return 0
+    kill -TERM "$CHILD_PID" 2>/dev/null || true
+    local i
+    for ((i = 0; i < 50; i++)); do
+        kill -0 "$CHILD_PID" 2>/dev/null || break
+        sleep 0.1
+    done
+    kill -KILL "$CHILD_PID" 2>/dev/null || true
+    wait "$CHILD_PID" 2>/dev/null || true
+    CHILD_PID=
+}
+
+cleanup() {
+    local rc=$?
+    set +e
+    trap - EXIT INT TERM
+    stop_child
+    stop_server
+    stop_redis
+    if ((rc != 0)); then
+        if [[ -s $TMP/server.log ]]; then
+            log "last lines of the ratekeeper log ($TMP/server.log):"
+            tail -n 40 "$TMP/server.log" >&2
+        fi
+        if [[ -n $(find "$TMP" -name '*.log' -print -quit 2>/dev/null) ]]; then
+            log "failed (exit $rc); temporary files kept in $TMP"
+        else
+            rm -rf -- "$TMP"
+        fi
+    elif [[ $KEEP_TMP == 1 ]]; then
+        log "temporary files kept in $TMP"
+    else
+        rm -rf -- "$TMP"
+    fi
+    exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# ---------------------------------------------------------------------------------------
+# Tools
+
+SUDO=()
+if [[ $(id -u) -ne 0 ]] && command -v sudo >/dev/null 2>&1; then
+    SUDO=(sudo -n)
+fi
+APT_UPDATED=0
+
+# ensure_tool COMMAND PACKAGE: apt-get install PACKAGE when COMMAND is missing; apt-get
+# update only when the install fails, then try once more.
+ensure_tool() {
+    local cmd=$1 pkg=$2
+    command -v "$cmd" >/dev/null 2>&1 && return 0
+    command -v apt-get >/dev/null 2>&1 || die "$cmd is missing and apt-get is not available; install $pkg"
+    log "installing $pkg (for $cmd)"
+    if ! timeout 600 "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y "$pkg" \
+        >>"$TMP/apt.log" 2>&1; then
+        if ((APT_UPDATED == 0)); then
+            log "apt-get install $pkg failed; running apt-get update first"
+            timeout 600 "${SUDO[@]}" apt-get update >>"$TMP/apt.log" 2>&1 ||
+                die "apt-get update failed (see $TMP/apt.log)"
+            APT_UPDATED=1
+        fi
+        timeout 600 "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y "$pkg" \
+            >>"$TMP/apt.log" 2>&1 || die "apt-get install $pkg failed (see $TMP/apt.log)"
+    fi
+    command -v "$cmd" >/dev/null 2>&1 || die "$cmd still missing after installing $pkg"
+}
+
+for cmd in curl python3 awk timeout mktemp; do
+    command -v "$cmd" >/dev/null 2>&1 || die "$cmd is required"
+done
+ensure_tool wrk wrk
+ensure_tool redis-server redis-server
+ensure_tool redis-cli redis-tools
+ensure_tool redis-benchmark redis-tools
+
+[[ -f $ROOT/lua/token_bucket.lua ]] || die "missing $ROOT/lua/token_bucket.lua"
+[[ -f $SCRIPT_DIR/acquire_one.lua && -f $SCRIPT_DIR/acquire_many.lua ]] ||
+    die "missing bench/acquire_one.lua or bench/acquire_many.lua"
+
+# ---------------------------------------------------------------------------------------
+# Build
+
+if [[ $SKIP_BUILD == 1 ]]; then
+    log "BENCH_SKIP_BUILD=1: using the existing $BIN"
+else
+    command -v cargo >/dev/null 2>&1 || die "cargo not found (or set BENCH_SKIP_BUILD=1)"
+    log "cargo build --release (a clean build takes minutes on 2 cores)"
+    (cd -- "$ROOT" && cargo build --release) || die "cargo build --release failed"
+fi
+[[ -x $BIN ]] || die "no executable $BIN (build it, or point BENCH_BIN at one)"
+
+# ---------------------------------------------------------------------------------------
+# Ports (loopback only)
+
+port_is_free() {
+    python3 - "$1" <<'PY'
+import socket, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+# As redis-server and actix do: a port in TIME_WAIT is free, a listening one is not.
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+try:
+    s.bind(("127.0.0.1", int(sys.argv[1])))
+except OSError:
+    sys.exit(1)
+finally:
+    s.close()
+PY
+}
+
+find_free_port() {
+    local p
+    for ((p = $1; p < $1 + 500; p++)); do
+        ((p == SHARED_REDIS_PORT)) && continue
+        if port_is_free "$p"; then
+            echo "$p"
+            return 0
+        fi
+    done
+    return 1
+}
+
+# ---------------------------------------------------------------------------------------
+# Private Redis
+
+REDIS_PORT=$(find_free_port 6390) || die "no free port for Redis from 6390"
+((REDIS_PORT != SHARED_REDIS_PORT)) || die "refusing to use the shared Redis port"
+rcli() { timeout 60 redis-cli -h 127.0.0.1 -p "$REDIS_PORT" "$@"; }
+
+log "starting a private Redis on 127.0.0.1:$REDIS_PORT"
+redis-server --bind 127.0.0.1 --port "$REDIS_PORT" --save "" --appendonly no \
+    --daemonize yes --pidfile "$TMP/redis.pid" --dir "$TMP" --logfile "$TMP/redis.log" ||
+    die "redis-server did not start (see $TMP/redis.log)"
+for ((i = 0; i < 100; i++)); do
+    [[ -s $TMP/redis.pid ]] && [[ $(rcli PING 2>/dev/null || true) == PONG ]] && break
+    sleep 0.1
+done
+[[ -s $TMP/redis.pid ]] || die "Redis wrote no pid file within 10 s (see $TMP/redis.log)"
+REDIS_PID=$(<"$TMP/redis.pid")
+[[ $(rcli PING 2>/dev/null || true) == PONG ]] || die "Redis does not answer PING (see $TMP/redis.log)"
+# Make sure the Redis on that port is the one just started (not one that won a race).
+REDIS_SEEN_PID=$(rcli INFO server | tr -d '\r' | awk -F: '$1 == "process_id" { print $2 }')
+[[ $REDIS_SEEN_PID == "$REDIS_PID" ]] ||
+    die "the Redis on port $REDIS_PORT is not the one this script started (pid $REDIS_SEEN_PID, not $REDIS_PID)"
+
+redis_used_memory() {
+    rcli INFO memory | tr -d '\r' | awk -F: '$1 == "used_memory" { print $2 }'
+}
+count_policy_keys() {
+    # Keys of p0..pN-1 only (pattern p[0-9]*), not hot or tight.
+    rcli --scan --pattern "$PREFIX:{p[0-9]*}" | grep -c . || true
+}
+
+# ---------------------------------------------------------------------------------------
+# ratekeeper: CLI set-up, then the server
+
+HTTP_PORT=$(find_free_port 18080) || die "no free port for ratekeeper from 18080"
+BASE="http://127.0.0.1:$HTTP_PORT"
+
+: >"$TMP/bench.db" # an empty file is a valid new SQLite database
+export RATEKEEPER_DATABASE_URL="sqlite://$TMP/bench.db"
+export RATEKEEPER_REDIS_URL="redis://127.0.0.1:$REDIS_PORT"
+export RATEKEEPER_LISTEN="127.0.0.1:$HTTP_PORT"
+export RATEKEEPER_REDIS_PREFIX=$PREFIX
+export RUST_LOG=warn
+
+log "ratekeeper migrate, then the admin '$ADMIN' and a personal access token"
+timeout 300 "$BIN" migrate >"$TMP/migrate.log" 2>&1 ||
+    die "ratekeeper migrate failed: $(tail -n 20 "$TMP/migrate.log")"
+printf '%s\n' "$ADMIN_PASSWORD" | timeout 120 "$BIN" user create "$ADMIN" --admin \
+    >"$TMP/user-create.log" 2>&1 ||
+    die "ratekeeper user create failed: $(tail -n 20 "$TMP/user-create.log")"
+TOKEN_OUT=$(timeout 120 "$BIN" token create "$ADMIN" 2>"$TMP/token-create.log") ||
+    die "ratekeeper token create failed: $(tail -n 20 "$TMP/token-create.log")"
+# The token is alone on its line; take the last non-empty line in case anything else
+# reached stdout.
+TOKEN=$(printf '%s\n' "$TOKEN_OUT" | awk 'NF { last = $0 } END { print last }' | tr -d '[:space:]')
+[[ -n $TOKEN ]] || die "ratekeeper token create printed no token"
+
+log "starting ratekeeper on $BASE"
+"$BIN" serve >"$TMP/server.log" 2>&1 &
+SERVER_PID=$!
+
+server_alive() { kill -0 "$SERVER_PID" 2>/dev/null; }
+# die_server MESSAGE: the server is gone; reap it (not in a subshell: only this shell can
+# wait for it) and fail with its exit status.
+die_server() {
+    local status=0 how
+    wait "$SERVER_PID" 2>/dev/null || status=$?
+    SERVER_PID=
+    if ((status > 128)); then
+        how="killed by signal $((status - 128))"
+    else
+        how="exit status $status"
+    fi
+    die "$1 ($how)"
+}
+
+start=$(now_s)
+deadline=$((SECONDS + 30))
+until [[ $(curl -s -o /dev/null -w '%{http_code}' --max-time 2 "$BASE/healthz" || true) == 200 ]]; do
+    server_alive || die_server "ratekeeper exited during start-up"
+    ((SECONDS < deadline)) || die "GET /healthz did not answer 200 within 30 s"
+    sleep 0.2
+done
+log "ratekeeper is up after $(seconds_since "$start") s"
+
+# ---------------------------------------------------------------------------------------
+# Admin JSON API
+
+# api METHOD PATH [JSON]: sets API_CODE; the reply body is in $TMP/api.out.
+api() {
+    local method=$1 path=$2 body=${3:-}
+    local args=(-sS --max-time 30 -o "$TMP/api.out" -w '%{http_code}' -X "$method"
+        -H "Authorization: Bearer $TOKEN" -H 'Accept: application/json')
+    if [[ -n $body ]]; then
+        args+=(-H 'Content-Type: application/json' --data-binary "$body")
+    fi
+    API_CODE=$(curl "${args[@]}" "$BASE$path" 2>>"$TMP/curl.log") || API_CODE=000
+}
+# api_expect CODE METHOD PATH [JSON]: another 2xx than CODE only warns.
+api_expect() {
+    local want=$1
+    shift
+    api "$@"
+    [[ $API_CODE == "$want" ]] && return 0
+    if [[ $API_CODE == 2?? ]]; then
+        log "WARNING: $1 $2 answered $API_CODE, the design says $want"
+        return 0
+    fi
+    die "$1 $2 answered $API_CODE, wanted $want: $(head -c 600 "$TMP/api.out" 2>/dev/null || true)"
+}
+json_field() { # FILE FIELD
+    python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$1" "$2"
+}
+
+log "creating the application, its API key and the policies hot and tight"
+api_expect 201 POST /api/v1/apps "{\"slug\":\"$APP\",\"name\":\"Bench\",\"description\":\"\"}"
+api_expect 201 POST "/api/v1/apps/$APP/keys" '{"label":"bench"}'
+KEY=$(json_field "$TMP/api.out" key) || die "no \"key\" in the key reply: $(head -c 600 "$TMP/api.out")"
+[[ -n $KEY ]] || die "empty API key in the key reply"
+api_expect 201 POST /api/v1/policies "{\"name\":\"hot\",\"owner_app\":\"$APP\",$HUGE_POLICY}"
+api_expect 201 POST /api/v1/policies "{\"name\":\"tight\",\"owner_app\":\"$APP\",\"rate\":1,\"max_permits\":1}"
+
+sleep 1 # let the pushes of hot and tight land before the memory baseline
+MEM_BEFORE=$(redis_used_memory)
+
+# Policies p0..pN-1. One curl process runs every POST with --parallel (bounded, keep-alive)
+# from a generated config file, which also keeps the token out of the process list; an
+# older curl without --parallel falls back to xargs -P. Any that fail are retried once,
+# one at a time, before giving up.
+write_curl_config() { # NAMES_FILE -> config on stdout
+    local name first=1
+    while IFS= read -r name; do
+        ((first)) || printf 'next\n'
+        first=0
+        printf 'url = "%s/api/v1/policies"\n' "$BASE"
+        printf 'request = "POST"\n'
+        printf 'header = "Authorization: Bearer %s"\n' "$TOKEN"
+        printf 'header = "Content-Type: application/json"\n'
+        printf 'data-binary = "{\\"name\\":\\"%s\\",\\"owner_app\\":\\"%s\\",%s}"\n' \
+            "$name" "$APP" "${HUGE_POLICY//\"/\\\"}"
+        printf 'output = "/dev/null"\n'
+        printf 'write-out = "%%{http_code} %s\\n"\n' "$name"
+        printf 'max-time = 60\n'
+    done <"$1"
+}
+
+create_policies() { # NAMES_FILE PARALLEL CODES_FILE
+    local names=$1 parallel=$2 codes=$3
+    : >"$codes"
+    if curl --help all 2>/dev/null | grep -q -- '--parallel-max'; then
+        write_curl_config "$names" >"$TMP/policies.curlrc"
+        interruptible curl -sS --parallel --parallel-max "$parallel" \
+            -K "$TMP/policies.curlrc" >>"$codes" 2>>"$TMP/curl.log" || true
+    else
+        # shellcheck disable=SC2016 # $0 and $1 expand in the inner shell
+        # -a, not <: a background command's stdin is /dev/null.
+        interruptible xargs -a "$names" -P "$parallel" -n 1 sh -c 'curl -sS --max-time 60 -o /dev/null \
+            -w "%{http_code} $1\n" -X POST -H "Authorization: Bearer $BENCH_TOKEN" \
+            -H "Content-Type: application/json" \
+            --data-binary "{\"name\":\"$1\",\"owner_app\":\"$BENCH_APP\",$BENCH_HUGE}" \
+            "$0/api/v1/policies" || true' "$BASE" >>"$codes" 2>>"$TMP/curl.log"
+    fi
+}
+export BENCH_TOKEN=$TOKEN BENCH_APP=$APP BENCH_HUGE=$HUGE_POLICY
+
+for ((i = 0; i < POLICIES; i++)); do echo "p$i"; done >"$TMP/policies.names"
+log "creating $POLICIES policies over HTTP ($CREATE_PARALLEL in parallel)"
+start=$(now_s)
+create_policies "$TMP/policies.names" "$CREATE_PARALLEL" "$TMP/policies.codes"
+awk '$1 ~ /^2/ { print $2 }' "$TMP/policies.codes" | sort >"$TMP/policies.ok"
+sort "$TMP/policies.names" | comm -23 - "$TMP/policies.ok" >"$TMP/policies.retry"
+FIRST_FAILURES=$(grep -c . "$TMP/policies.retry" || true)
+FIRST_FAILURE_CODES=
+if ((FIRST_FAILURES > 0)); then
+    FIRST_FAILURE_CODES=$(awk '$1 !~ /^2/ { print $1 }' "$TMP/policies.codes" | sort | uniq -c |
+        awk '{ printf "%s%s x%s", sep, $2, $1; sep = ", " }')
+    log "$FIRST_FAILURES creation(s) failed (codes: ${FIRST_FAILURE_CODES:-none recorded}); retrying them one at a time"
+    server_alive || die_server "ratekeeper died while the policies were created"
+    create_policies "$TMP/policies.retry" 1 "$TMP/policies.codes2"
+    awk '$1 ~ /^2/ { print $2 }' "$TMP/policies.codes2" | sort >"$TMP/policies.ok2"
+    still=$(comm -23 "$TMP/policies.retry" "$TMP/policies.ok2" | grep -c . || true)
+    if ((still > 0)); then
+        name=$(comm -23 "$TMP/policies.retry" "$TMP/policies.ok2" | head -n 1)
+        api POST /api/v1/policies "{\"name\":\"$name\",\"owner_app\":\"$APP\",$HUGE_POLICY}"
+        die "$still of $POLICIES policies could not be created; e.g. $name: $API_CODE $(head -c 600 "$TMP/api.out")"
+    fi
+fi
+CREATE_S=$(seconds_since "$start")
+CREATE_RATE=$(awk -v n="$POLICIES" -v s="$CREATE_S" 'BEGIN { printf "%.0f", (s > 0 ? n / s : 0) }')
+log "created $POLICIES policies in $CREATE_S s ($CREATE_RATE/s)"
+
+# The API answers after the SQL commit; the push to Redis follows. Wait for every key.
+deadline=$((SECONDS + 60))
+while :; do
+    IN_REDIS=$(count_policy_keys)
+    ((IN_REDIS >= POLICIES)) && break
+    if ((SECONDS >= deadline)); then
+        log "WARNING: only $IN_REDIS of $POLICIES policy keys in Redis after 60 s; going on"
+        break
+    fi
+    sleep 0.5
+done
+SYNCED_S=$(seconds_since "$start")
+log "$IN_REDIS policy keys in Redis $SYNCED_S s after the first POST"
+
+MEM_AFTER=$(redis_used_memory)
+MEM_KEY_CONFIG=$(rcli MEMORY USAGE "$PREFIX:{p1}" || true)
+DBSIZE=$(rcli DBSIZE || true)
+
+# ---------------------------------------------------------------------------------------
+# Acquire probes: the new API key may reach the server's key snapshot a little later.
+
+acquire_once() { # RESOURCE -> HTTP code; body in $TMP/acquire.out
+    curl -sS --max-time 5 -o "$TMP/acquire.out" -w '%{http_code}' -X POST \
+        -H "Authorization: Bearer $KEY" -H 'Content-Type: application/json' \
+        --data-binary "{\"resource\":\"$1\",\"permits\":1}" "$BASE/v1/acquire" \
+        2>>"$TMP/curl.log" || echo 000
+}
+wait_granted() { # RESOURCE
+    local code deadline=$((SECONDS + 30))
+    while :; do
+        code=$(acquire_once "$1")
+        [[ $code == 200 ]] && return 0
+        server_alive || die_server "ratekeeper died"
+        ((SECONDS < deadline)) ||
+            die "POST /v1/acquire {\"resource\":\"$1\"} still answers $code after 30 s: $(head -c 600 "$TMP/acquire.out")"
+        sleep 0.5
+    done
+}
+log "probing the acquire path"
+wait_granted hot
+SAMPLE_GRANTED=$(head -c 400 "$TMP/acquire.out")
+wait_granted p0
+wait_granted "p$((POLICIES - 1))"
+
+# ---------------------------------------------------------------------------------------
+# wrk scenarios
+
+declare -A RPS P50 P99 NON2XX REQS SOCKERR
+WRK_TIMEOUT=$(($(duration_s "$DURATION") + 60))
+
+# parse_wrk NAME FILE: Requests/sec, 50% and 99% latency (ms), non-2xx, total, socket errors.
+parse_wrk() {
+    local name=$1 file=$2 line rps p50 p99 non req se
+    line=$(awk '
+        function ms(v,  n) {
+            n = v + 0
+            if (v ~ /us$/) return n / 1000
+            if (v ~ /ms$/) return n
+            if (v ~ /m$/) return n * 60000
+            if (v ~ /s$/) return n * 1000
+            return n
+        }
+        /^Requests\/sec:/ { rps = $2 }
+        $1 == "50%" { p50 = sprintf("%.3f", ms($2)) }
+        $1 == "99%" { p99 = sprintf("%.3f", ms($2)) }
+        /Non-2xx or 3xx responses:/ { non = $NF }
+        / requests in / { req = $1 }
+        /Socket errors:/ { se = $4 + $6 + $8 + $10 }
+        END {
+            printf "%s %s %s %s %s %s\n", (rps == "" ? "n/a" : rps), (p50 == "" ? "n/a" : p50),
+                (p99 == "" ? "n/a" : p99), (non == "" ? 0 : non), (req == "" ? "n/a" : req),
+                (se == "" ? 0 : se)
+        }' "$file")
+    read -r rps p50 p99 non req se <<<"$line"
+    RPS[$name]=$rps P50[$name]=$p50 P99[$name]=$p99
+    NON2XX[$name]=$non REQS[$name]=$req SOCKERR[$name]=$se
+}
+
+# run_wrk NAME DURATION URL [wrk options...] [-- script arguments...]
+run_wrk() {
+    local name=$1 dur=$2 url=$3
+    shift 3
+    local opts=() script_args=()
+    while (($# > 0)); do
+        if [[ $1 == -- ]]; then
+            shift
+            script_args=("$@")
+            break
+        fi
+        opts+=("$1")
+        shift
+    done
+    local out=$TMP/wrk-$name.txt
+    log "wrk $name: $THREADS threads, $CONNECTIONS connections, $dur"
+    # wrk wants the URL after its options and before `--` and the script's arguments.
+    if interruptible timeout -k 5 "$WRK_TIMEOUT" wrk -t "$THREADS" -c "$CONNECTIONS" -d "$dur" --latency \
+        "${opts[@]}" "$url" -- "${script_args[@]}" >"$out" 2>&1; then
+        parse_wrk "$name" "$out"
+    else
+        log "WARNING: wrk $name failed:"
+        tail -n 20 "$out" >&2 || true
+        RPS[$name]=n/a P50[$name]=n/a P99[$name]=n/a NON2XX[$name]=n/a REQS[$name]=n/a SOCKERR[$name]=n/a
+    fi
+    server_alive || die_server "ratekeeper died during wrk $name"
+}
+
+AUTH=(-H "Authorization: Bearer $KEY")
+LOAD_AT=$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo n/a)
+
+if [[ $(duration_s "$WARMUP") -gt 0 ]]; then
+    run_wrk warmup "$WARMUP" "$BASE/v1/acquire" "${AUTH[@]}" -s "$SCRIPT_DIR/acquire_one.lua" -- hot 1
+fi
+run_wrk hot "$DURATION" "$BASE/v1/acquire" "${AUTH[@]}" -s "$SCRIPT_DIR/acquire_one.lua" -- hot 1
+run_wrk many "$DURATION" "$BASE/v1/acquire" "${AUTH[@]}" -s "$SCRIPT_DIR/acquire_many.lua" -- "$POLICIES" p
+MEM_AFTER_LOAD=$(redis_used_memory)
+MEM_KEY_STATE=$(rcli MEMORY USAGE "$PREFIX:{p1}" || true)
+run_wrk ceiling "$DURATION" "$BASE/healthz"
+run_wrk denied "$DURATION" "$BASE/v1/acquire" "${AUTH[@]}" -s "$SCRIPT_DIR/acquire_one.lua" -- tight 1
+SAMPLE_DENIED_CODE=$(acquire_once tight)
+SAMPLE_DENIED=$(head -c 400 "$TMP/acquire.out")
+
+# ---------------------------------------------------------------------------------------
+# redis-benchmark: the same Lua, straight against the same Redis
+
+log "redis-benchmark: EVALSHA token_bucket.lua, $CONNECTIONS connections, $RB_REQUESTS requests"
+SHA=$(rcli SCRIPT LOAD "$(cat "$ROOT/lua/token_bucket.lua")") || die "SCRIPT LOAD failed"
+[[ $SHA =~ ^[0-9a-f]{40}$ ]] || die "SCRIPT LOAD answered '$SHA'"
+rcli HSET "$RB_KEY" max_permits 1000000000 rate 1000000 apps ",$APP," enabled 1 version 1 \
+    created_ms 1 >/dev/null || die "HSET $RB_KEY failed"
+RB_CHECK=$(rcli EVALSHA "$SHA" 1 "$RB_KEY" 1 "$APP" 2>&1 | awk 'NR == 1' || true)
+[[ $RB_CHECK == 1 ]] || log "WARNING: EVALSHA on $RB_KEY answered code '$RB_CHECK', not 1 (granted)"
+RPS[redis]=n/a P50[redis]=n/a P99[redis]=n/a NON2XX[redis]=- REQS[redis]=$RB_REQUESTS SOCKERR[redis]=-
+if interruptible timeout -k 5 600 redis-benchmark -h 127.0.0.1 -p "$REDIS_PORT" -c "$CONNECTIONS" \
+    -n "$RB_REQUESTS" --csv EVALSHA "$SHA" 1 "$RB_KEY" 1 "$APP" >"$TMP/redis-benchmark.csv" \
+    2>"$TMP/redis-benchmark.err"; then
+    # "test","rps","avg_latency_ms","min_latency_ms","p50_latency_ms","p95_latency_ms","p99_latency_ms",...
+    read -r rb_rps rb_p50 rb_p99 < <(tr -d '\r' <"$TMP/redis-benchmark.csv" |
+        awk -F'","' '/^"EVALSHA/ { print $2, ($5 == "" ? "n/a" : $5), ($7 == "" ? "n/a" : $7) }' |
+        tail -n 1) || true
+    RPS[redis]=${rb_rps:-n/a} P50[redis]=${rb_p50:-n/a} P99[redis]=${rb_p99:-n/a}
+else
+    log "WARNING: redis-benchmark failed: $(tail -n 5 "$TMP/redis-benchmark.err" 2>/dev/null || true)"
+fi
+RB_AFTER=$(rcli EVALSHA "$SHA" 1 "$RB_KEY" 1 "$APP" 2>&1 | awk 'NR == 1' || true)
+[[ $RB_AFTER == 1 ]] || log "WARNING: after redis-benchmark, EVALSHA on $RB_KEY answers code '$RB_AFTER'"
+
+# ---------------------------------------------------------------------------------------
+# Report
+
+ratio() { # A B -> A/B with 2 decimals, or n/a
+    awk -v a="$1" -v b="$2" 'BEGIN {
+        if (a !~ /^[0-9.]+$/ || b !~ /^[0-9.]+$/ || b + 0 == 0) { print "n/a"; exit }
+        printf "%.2f", a / b }'
+}
+verdict() { # VALUE OP LIMIT (OP: ge or le) -> meets / below / n/a
+    awk -v v="$1" -v op="$2" -v l="$3" 'BEGIN {
+        if (v !~ /^[0-9.]+$/) { print "n/a"; exit }
+        ok = (op == "ge") ? (v + 0 >= l + 0) : (v + 0 <= l + 0)
+        print (ok ? "meets" : "MISSES") }'
+}
+per_policy() { # BEFORE AFTER -> bytes per policy
+    awk -v a="$1" -v b="$2" -v n="$POLICIES" 'BEGIN {
+        if (a !~ /^[0-9]+$/ || b !~ /^[0-9]+$/) { print "n/a"; exit }
+        printf "%.0f", (b - a) / n }'
+}
+fmt_rps() { awk -v v="$1" 'BEGIN { if (v ~ /^[0-9.]+$/) printf "%.0f", v; else print v }'; }
+
+R_HOT=$(ratio "${RPS[hot]}" "${RPS[ceiling]}")
+R_MANY=$(ratio "${RPS[many]}" "${RPS[ceiling]}")
+R_DENIED=$(ratio "${RPS[denied]}" "${RPS[ceiling]}")
+R_HOT_RB=$(ratio "${RPS[hot]}" "${RPS[redis]}")
+R_MANY_RB=$(ratio "${RPS[many]}" "${RPS[redis]}")
+R_DENIED_SHARE=$(ratio "${NON2XX[denied]}" "${REQS[denied]}")
+MEM_PER_POLICY=$(per_policy "$MEM_BEFORE" "$MEM_AFTER")
+MEM_PER_POLICY_LOADED=$(per_policy "$MEM_BEFORE" "$MEM_AFTER_LOAD")
+
+GIT_REV=$(git -C "$ROOT" rev-parse --short --verify -q HEAD 2>/dev/null || echo "no-commit")
+if [[ -n $(git -C "$ROOT" status --porcelain --untracked-files=no 2>/dev/null || true) ]]; then
+    GIT_REV="$GIT_REV (dirty)"
+fi
+STAMP=$(date -u +%Y%m%dT%H%M%SZ)
+
+REPORT=$TMP/report.txt
+{
+    echo "ratekeeper acquire benchmark"
+    echo "date:        $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
+    echo "git:         $GIT_REV"
+    echo "machine:     $(nproc 2>/dev/null || echo '?') cores, $(uname -sr), load average before load: $LOAD_AT"
+    echo "tools:       $(wrk -v 2>&1 | awk 'NR == 1 { print $1, $2 }'), $(redis-server --version | awk '{ print $1, $2, $3 }')"
+    echo "settings:    wrk -t$THREADS -c$CONNECTIONS -d$DURATION --latency (warm-up $WARMUP); redis-benchmark -c$CONNECTIONS -n$RB_REQUESTS"
+    echo
+    printf '%-32s %10s %9s %9s %9s %10s %8s\n' scenario "req/s" "p50 ms" "p99 ms" non-2xx requests "sockerr"
+    row() { # NAME LABEL
+        printf '%-32s %10s %9s %9s %9s %10s %8s\n' "$2" "$(fmt_rps "${RPS[$1]}")" "${P50[$1]}" \
+            "${P99[$1]}" "${NON2XX[$1]}" "${REQS[$1]}" "${SOCKERR[$1]}"
+    }
+    row hot "a) acquire, 1 hot policy"
+    row many "b) acquire, $POLICIES policies"
+    row ceiling "c) GET /healthz (ceiling)"
+    row denied "d) acquire, denied flood"
+    row redis "e) redis-benchmark EVALSHA"
+    echo
+    echo "ratios (DESIGN.md section 9 targets; informational, nothing is asserted):"
+    printf '  %-28s %6s   target >= 0.55, p99 <= 4 ms: %s / %s\n' "hot / ceiling" "$R_HOT" \
+        "$(verdict "$R_HOT" ge 0.55)" "$(verdict "${P99[hot]}" le 4)"
+    printf '  %-28s %6s   target >= 0.55, p99 <= 4 ms: %s / %s\n' "many / ceiling" "$R_MANY" \
+        "$(verdict "$R_MANY" ge 0.55)" "$(verdict "${P99[many]}" le 4)"
+    printf '  %-28s %6s   target >= 0.80: %s (share denied: %s)\n' "denied / ceiling" "$R_DENIED" \
+        "$(verdict "$R_DENIED" ge 0.8)" "$R_DENIED_SHARE"
+    printf '  %-28s %6s\n' "hot / redis-benchmark" "$R_HOT_RB"
+    printf '  %-28s %6s\n' "many / redis-benchmark" "$R_MANY_RB"
+    echo
+    echo "policy set-up:"
+    echo "  $POLICIES policies created over HTTP in $CREATE_S s ($CREATE_RATE/s, $CREATE_PARALLEL in parallel)"
+    if ((FIRST_FAILURES > 0)); then
+        echo "  $FIRST_FAILURES failed at first ($FIRST_FAILURE_CODES) and were retried one at a time"
+    fi
+    echo "  $IN_REDIS policy keys in Redis $SYNCED_S s after the first POST; DBSIZE $DBSIZE"
+    echo
+    echo "Redis memory per policy (target <= 200 bytes):"
+    echo "  used_memory: $MEM_BEFORE before the $POLICIES policies, $MEM_AFTER after"
+    echo "  -> $MEM_PER_POLICY bytes per policy (config only): $(verdict "$MEM_PER_POLICY" le 200)"
+    echo "  -> $MEM_PER_POLICY_LOADED bytes per policy after scenario b, with bucket state ($MEM_AFTER_LOAD; includes client buffers)"
+    echo "  MEMORY USAGE $PREFIX:{p1}: ${MEM_KEY_CONFIG:-n/a} (config only), ${MEM_KEY_STATE:-n/a} (after scenario b)"
+    echo
+    echo "sample replies:"
+    echo "  granted: 200 $SAMPLE_GRANTED"
+    echo "  denied:  $SAMPLE_DENIED_CODE $SAMPLE_DENIED"
+} >"$REPORT"
+
+RESULTS_DIR=$SCRIPT_DIR/results
+mkdir -p "$RESULTS_DIR"
+RESULT_FILE=$RESULTS_DIR/$STAMP.txt
+{
+    cat "$REPORT"
+    echo
+    echo "raw wrk output:"
+    for name in warmup hot many ceiling denied; do
+        [[ -f $TMP/wrk-$name.txt ]] || continue
+        echo "--- $name"
+        cat "$TMP/wrk-$name.txt"
+    done
+    echo "--- redis-benchmark"
+    cat "$TMP/redis-benchmark.csv" 2>/dev/null || true
+} >>"$RESULT_FILE"
+if [[ -s $TMP/server.log ]]; then
+    cp -- "$TMP/server.log" "$RESULTS_DIR/$STAMP.server.log"
+fi
+
+echo
+cat "$REPORT"
+echo
+log "report written to ${RESULT_FILE#"$ROOT"/}"
