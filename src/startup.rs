@@ -10,7 +10,6 @@ use anyhow::Context;
 use secrecy::{ExposeSecret, SecretString};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
-use tracing_actix_web::TracingLogger;
 
 use crate::admin::Admin;
 use crate::api::{self, AppState};
@@ -112,7 +111,6 @@ impl Application {
             // Runs on each worker thread: the acquire path gets that thread's connection.
             let local = state.limiter.for_this_thread(redis_url.expose_secret());
             App::new()
-                .wrap(TracingLogger::default())
                 .app_data(state.clone())
                 .app_data(web::Data::new(api::WorkerLimiter(local)))
                 .configure(api::routes)

@@ -96,7 +96,7 @@ impl Sync {
 
     /// Reloads the live API keys at once (after a key is created or revoked here).
     pub async fn keys_changed(&self) -> StoreResult<()> {
-        let mut tx = self.store.begin().await?;
+        let mut tx = self.store.begin_read().await?;
         let grants = tx.live_key_grants().await?;
         tx.commit().await?;
         self.snapshot.replace_keys(grants);
@@ -109,9 +109,8 @@ impl Sync {
         let read_at = now_ms();
         // One pass at a time per instance: the memo is what the last full pass saw.
         let mut memo = self.memo.lock().await;
-        let mut tx = self.store.begin().await?;
-        let usage = self.snapshot.key_usage();
-        tx.touch_api_keys(&usage).await?;
+        self.flush_key_usage().await?;
+        let mut tx = self.store.begin_read().await?;
         let grants = tx.live_key_grants().await?;
         let fingerprint = tx.policy_fingerprint().await?;
         let marker = self.limiter.sync_marker().await?;

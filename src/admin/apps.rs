@@ -55,7 +55,7 @@ impl Admin {
 
     /// The applications the actor may see: all for admins, their own for members.
     pub async fn list_apps(&self, actor: &Actor) -> AdminResult<Vec<AppView>> {
-        let mut tx = self.store.begin().await?;
+        let mut tx = self.store.begin_read().await?;
         let apps = match (&actor.user_id, actor.is_admin) {
             (_, true) => tx.list_apps().await?,
             (Some(user_id), false) => tx.list_apps_of_user(user_id).await?,
@@ -66,7 +66,7 @@ impl Admin {
     }
 
     pub async fn get_app(&self, actor: &Actor, slug: &str) -> AdminResult<AppDetail> {
-        let mut tx = self.store.begin().await?;
+        let mut tx = self.store.begin_read().await?;
         let app = authorised_app(&mut tx, actor, slug, Permission::View).await?;
         let members = tx.list_members(&app.id).await?;
         let keys = tx.list_api_keys(&app.id).await?;

@@ -12,7 +12,7 @@ impl Admin {
         actor: &Actor,
         mut filter: AuditFilter,
     ) -> AdminResult<Vec<AuditView>> {
-        let mut tx = self.store.begin().await?;
+        let mut tx = self.store.begin_read().await?;
         if !actor.is_admin {
             let visible = match &actor.user_id {
                 Some(user_id) => tx

@@ -225,7 +225,7 @@ impl Admin {
     }
 
     pub async fn get_policy(&self, actor: &Actor, name: &str) -> AdminResult<PolicyView> {
-        let mut tx = self.store.begin().await?;
+        let mut tx = self.store.begin_read().await?;
         let record = self
             .readable_policy(&mut tx, actor, name, Permission::View)
             .await?;
@@ -239,7 +239,7 @@ impl Admin {
         actor: &Actor,
         app: Option<&str>,
     ) -> AdminResult<Vec<PolicyView>> {
-        let mut tx = self.store.begin().await?;
+        let mut tx = self.store.begin_read().await?;
         let records = match (app, &actor.user_id) {
             (Some(slug), _) => {
                 let app = authorised_app(&mut tx, actor, slug, Permission::View).await?;
@@ -262,7 +262,7 @@ impl Admin {
 
     /// The bucket as Redis holds it now.
     pub async fn policy_state(&self, actor: &Actor, name: &str) -> AdminResult<BucketState> {
-        let mut tx = self.store.begin().await?;
+        let mut tx = self.store.begin_read().await?;
         let record = self
             .readable_policy(&mut tx, actor, name, Permission::View)
             .await?;

@@ -177,6 +177,16 @@ impl Store {
         })
     }
 
+    /// A transaction that only reads. On SQLite it does not take the write lock, so reads
+    /// run beside the writer (WAL) instead of queueing behind it; writing in it could
+    /// fail with "database is locked", so it must not write.
+    pub async fn begin_read(&self) -> StoreResult<Tx> {
+        Ok(Tx {
+            inner: self.pool.begin().await?,
+            backend: self.backend,
+        })
+    }
+
     /// `SELECT 1`, for readiness.
     pub async fn ping(&self) -> StoreResult<()> {
         sqlx::query("SELECT 1").execute(&self.pool).await?;
