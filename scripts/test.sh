@@ -23,6 +23,17 @@ step() { printf '\n==> %s\n' "$*"; }
 step "services (PostgreSQL, MariaDB, Redis)"
 scripts/services.sh
 
+# Each test makes a database of its own (rk_test_<random>); drop those of earlier runs.
+step "dropping test databases of earlier runs"
+for db in $(psql -X -h 127.0.0.1 -U postgres -d postgres -Atc \
+    "SELECT datname FROM pg_database WHERE datname LIKE 'rk\_test\_%'"); do
+    psql -X -q -h 127.0.0.1 -U postgres -d postgres -c "DROP DATABASE IF EXISTS $db WITH (FORCE)"
+done
+for db in $(mariadb --no-defaults -h127.0.0.1 -uroot -N -e "SHOW DATABASES LIKE 'rk\_test\_%'"); do
+    mariadb --no-defaults -h127.0.0.1 -uroot -e "DROP DATABASE IF EXISTS $db"
+done
+rm -rf "${TMPDIR:-/tmp}/ratekeeper-tests"
+
 step "cargo fmt --all -- --check"
 cargo fmt --all -- --check
 
