@@ -168,6 +168,14 @@ impl Tx {
             super::Backend::Postgres => " FOR UPDATE OF p",
             super::Backend::MySql => " FOR UPDATE",
         };
+        self.fetch_policy(name, lock).await
+    }
+
+    pub async fn policy_by_name(&mut self, name: &str) -> StoreResult<Option<PolicyRecord>> {
+        self.fetch_policy(name, "").await
+    }
+
+    async fn fetch_policy(&mut self, name: &str, lock: &str) -> StoreResult<Option<PolicyRecord>> {
         let row: Option<PolicyRow> = sqlx::query_as(
             self.backend
                 .sql_built(format!("{SELECT} WHERE p.name = ?{lock}")),
@@ -175,15 +183,6 @@ impl Tx {
         .bind(name)
         .fetch_optional(&mut *self.inner)
         .await?;
-        row.map(PolicyRow::parse).transpose()
-    }
-
-    pub async fn policy_by_name(&mut self, name: &str) -> StoreResult<Option<PolicyRecord>> {
-        let row: Option<PolicyRow> =
-            sqlx::query_as(self.backend.sql_built(format!("{SELECT} WHERE p.name = ?")))
-                .bind(name)
-                .fetch_optional(&mut *self.inner)
-                .await?;
         row.map(PolicyRow::parse).transpose()
     }
 
