@@ -15,7 +15,7 @@ use crate::admin::Admin;
 use crate::api::{self, AppState};
 use crate::config::Settings;
 use crate::denials::DenialCache;
-use crate::limiter::{Limiter, RedisConn};
+use crate::limiter::{Limiter, RedisConn, listen_for_changes};
 use crate::snapshot::Snapshot;
 use crate::store::Store;
 use crate::sync::Sync;
@@ -69,6 +69,7 @@ pub struct Application {
     port: u16,
     server: Server,
     sync_task: JoinHandle<()>,
+    listener_task: JoinHandle<()>,
     shutdown: CancellationToken,
     store: Store,
 }
@@ -94,6 +95,13 @@ impl Application {
         tracing::info!(address = %listener.local_addr()?, "ratekeeper listening");
 
         let shutdown = CancellationToken::new();
+        let listener_task = tokio::spawn(listen_for_changes(
+            settings.redis_url.expose_secret().to_owned(),
+            core.limiter.keys().changes_channel(),
+            core.sync.instance().to_owned(),
+            core.sync.wake(),
+            shutdown.clone(),
+        ));
         let sync_task = tokio::spawn(
             core.sync
                 .clone()
@@ -127,6 +135,7 @@ impl Application {
             port,
             server: server.run(),
             sync_task,
+            listener_task,
             shutdown,
             store: core.store,
         })
@@ -147,6 +156,7 @@ impl Application {
         server.await??;
         self.shutdown.cancel();
         self.sync_task.await?;
+        self.listener_task.await?;
         self.store.close().await;
         Ok(())
     }

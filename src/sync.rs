@@ -13,6 +13,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use crate::denials::DenialCache;
@@ -36,6 +37,10 @@ pub struct Sync {
     snapshot: Arc<Snapshot>,
     denials: Arc<DenialCache>,
     memo: Arc<tokio::sync::Mutex<Memo>>,
+    /// Identifies this instance's change notices.
+    instance: Arc<str>,
+    /// Woken by another instance's change notice: reconcile now, not at the next tick.
+    wake: Arc<Notify>,
 }
 
 /// What the last full pass saw, for the light passes after it.
@@ -72,6 +77,24 @@ impl Sync {
             snapshot,
             denials,
             memo: Arc::default(),
+            instance: crate::store::new_id().into(),
+            wake: Arc::default(),
+        }
+    }
+
+    pub fn instance(&self) -> &str {
+        &self.instance
+    }
+
+    pub fn wake(&self) -> Arc<Notify> {
+        self.wake.clone()
+    }
+
+    /// Tells the other instances to reconcile now (best effort: they would by the next
+    /// interval anyway).
+    async fn announce(&self) {
+        if let Err(e) = self.limiter.announce_change(&self.instance).await {
+            tracing::warn!(error = %e, "could not announce a change to other instances");
         }
     }
 
@@ -84,6 +107,7 @@ impl Sync {
         if let Err(e) = self.limiter.push_policy(&config).await {
             tracing::warn!(policy = %record.spec.name, error = %e, "push after commit failed; reconcile will retry");
         }
+        self.announce().await;
     }
 
     pub async fn policy_deleted(&self, name: &PolicyName) {
@@ -92,14 +116,17 @@ impl Sync {
         if let Err(e) = self.limiter.delete_policy(name).await {
             tracing::warn!(policy = %name, error = %e, "delete after commit failed; reconcile will retry");
         }
+        self.announce().await;
     }
 
-    /// Reloads the live API keys at once (after a key is created or revoked here).
+    /// Reloads the live API keys at once (after a key is created or revoked here), and
+    /// tells the other instances, so that a revoked key stops working everywhere.
     pub async fn keys_changed(&self) -> StoreResult<()> {
         let mut tx = self.store.begin_read().await?;
         let grants = tx.live_key_grants().await?;
         tx.commit().await?;
         self.snapshot.replace_keys(grants);
+        self.announce().await;
         Ok(())
     }
 
@@ -210,6 +237,7 @@ impl Sync {
             tokio::select! {
                 _ = shutdown.cancelled() => break,
                 _ = ticker.tick() => {}
+                _ = self.wake.notified() => {}
             }
             match self.reconcile_once().await {
                 Ok(report) => {

@@ -29,6 +29,11 @@ impl KeySpace {
         format!("{}:sync", self.prefix)
     }
 
+    /// The pub/sub channel on which instances announce changes to each other.
+    pub fn changes_channel(&self) -> String {
+        format!("{}:changes", self.prefix)
+    }
+
     /// The pattern that matches every policy key of this deployment, for SCAN.
     pub fn policy_pattern(&self) -> String {
         format!("{}:{{*}}", self.prefix)

@@ -2,6 +2,7 @@
 //! Nothing here knows about SQL or HTTP.
 
 mod acquire;
+mod changes;
 mod connection;
 mod keys;
 mod scripts;
@@ -9,6 +10,7 @@ mod state;
 mod writes;
 
 pub use acquire::{AcquireOutcome, Decision};
+pub use changes::listen_for_changes;
 pub use connection::RedisConn;
 pub use keys::KeySpace;
 pub use state::BucketState;

@@ -254,16 +254,8 @@ async fn keys_and_policies_made_elsewhere_arrive_with_the_next_pass() {
         ..Default::default()
     };
     other.admin.create_policy(&actor, policy).await.unwrap();
-    // The policy is in Redis already (the other instance pushed it); the key is not yet
-    // in this instance's snapshot.
-    expect_problem(
-        app.acquire(&created.key, "elsewhere", 1).await,
-        StatusCode::UNAUTHORIZED,
-    )
-    .await;
-    let mut s = app.settings.clone();
-    s.sync_interval_ms = 100;
-    let third = spawn_app_with(s).await;
+    // An instance started afterwards loads both before it serves its first request.
+    let third = spawn_app_with(app.settings.clone()).await;
     expect_status(
         third.acquire(&created.key, "elsewhere", 1).await,
         StatusCode::OK,
@@ -312,4 +304,52 @@ async fn a_quiet_pass_reads_little_and_a_flush_or_change_forces_a_full_one() {
     assert!(after_flush.full);
     assert_eq!(after_flush.rewritten, 2);
     expect_status(app.acquire(&key, "p2", 1).await, StatusCode::OK).await;
+}
+
+#[tokio::test]
+async fn a_key_revoked_on_one_instance_stops_working_on_the_others_at_once() {
+    // Two instances on one database and one Redis, with a sync interval far longer than
+    // the test: only the change notice can carry the news.
+    let first = spawn_app(Db::Postgres).await;
+    let second = spawn_app_with(first.settings.clone()).await;
+    let key = first.shop_with_policy("orders.create", 100.0, 100).await;
+    let learned = eventually(Duration::from_secs(10), || async {
+        second.acquire(&key, "orders.create", 1).await.status() == StatusCode::OK
+    })
+    .await;
+    assert!(
+        learned,
+        "the second instance learned of the new key and policy"
+    );
+
+    let id = expect_status(
+        first.get("/api/v1/apps/shop", &first.admin_token).await,
+        StatusCode::OK,
+    )
+    .await["keys"][0]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let r = first
+        .send(
+            "DELETE",
+            &format!("/api/v1/apps/shop/keys/{id}"),
+            &first.admin_token,
+            None,
+        )
+        .await;
+    expect_status(r, StatusCode::NO_CONTENT).await;
+    expect_problem(
+        first.acquire(&key, "orders.create", 1).await,
+        StatusCode::UNAUTHORIZED,
+    )
+    .await;
+    let refused = eventually(Duration::from_secs(10), || async {
+        second.acquire(&key, "orders.create", 1).await.status() == StatusCode::UNAUTHORIZED
+    })
+    .await;
+    assert!(
+        refused,
+        "the second instance refuses the revoked key long before its next interval"
+    );
 }
