@@ -1847,6 +1847,11 @@ async fn a_bad_audit_page_is_400(db: Db) {
             problem["type"].as_str().unwrap().ends_with(":malformed"),
             "{query}"
         );
+        // Without a valid token the answer is 401, whatever the query says.
+        let r = app
+            .get(&format!("/api/v1/audit{query}"), "rk_pat_wrong")
+            .await;
+        expect_problem(r, StatusCode::UNAUTHORIZED).await;
     }
 }
 on_every_backend!(bad_audit_page, a_bad_audit_page_is_400);

@@ -1,4 +1,4 @@
-use actix_web::{HttpResponse, web};
+use actix_web::{HttpRequest, HttpResponse, web};
 use serde::Deserialize;
 
 use super::AdminActor;
@@ -25,9 +25,13 @@ pub struct AuditQuery {
 pub async fn list_audit(
     state: web::Data<AppState>,
     AdminActor(actor): AdminActor,
-    query: web::Query<AuditQuery>,
+    req: HttpRequest,
 ) -> Result<HttpResponse, Problem> {
-    let q = query.into_inner();
+    // Parsed here, after the token: extractors run concurrently, and a bad query string
+    // must not answer 400 to a caller who should hear 401.
+    let q = web::Query::<AuditQuery>::from_query(req.query_string())
+        .map_err(|e| Problem::malformed(format!("bad query string: {e}")))?
+        .into_inner();
     // A filter that no name could match is refused, rather than sent to SQL.
     let filter_value = |field: &str, s: Option<String>| -> Result<Option<String>, Problem> {
         match s.filter(|s| !s.is_empty()) {
