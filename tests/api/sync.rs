@@ -353,3 +353,25 @@ async fn a_key_revoked_on_one_instance_stops_working_on_the_others_at_once() {
         "the second instance refuses the revoked key long before its next interval"
     );
 }
+
+#[tokio::test]
+async fn an_api_keys_last_use_is_recorded_by_the_next_pass() {
+    let db = fresh_database(Db::Sqlite).await;
+    let mut s = settings(&db, &redis_url(), &format!("rktest-{}", random_suffix()));
+    s.sync_interval_ms = 100;
+    let app = spawn_app_with(s).await;
+    let key = app.shop_with_policy("orders.create", 100.0, 100).await;
+    let last_used = || async {
+        let r = app.get("/api/v1/apps/shop", &app.admin_token).await;
+        expect_status(r, StatusCode::OK).await["keys"][0]["last_used_at"].clone()
+    };
+    assert!(last_used().await.is_null(), "never used yet");
+
+    // The acquire path only marks the key in memory; the sync task writes it to SQL.
+    expect_status(app.acquire(&key, "orders.create", 1).await, StatusCode::OK).await;
+    let recorded = eventually(Duration::from_secs(10), || async {
+        last_used().await.is_string()
+    })
+    .await;
+    assert!(recorded, "last_used_at recorded after the acquire");
+}
