@@ -14,6 +14,8 @@ pub enum SecretKind {
     ApiKey,
     /// Identifies a user on the admin API.
     AccessToken,
+    /// A console session cookie; also a CSRF token (never shown to anyone but its owner).
+    Session,
 }
 
 impl SecretKind {
@@ -22,6 +24,7 @@ impl SecretKind {
         match self {
             Self::ApiKey => "rk_key_",
             Self::AccessToken => "rk_pat_",
+            Self::Session => "rk_ses_",
         }
     }
 }

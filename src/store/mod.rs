@@ -10,6 +10,7 @@ mod audit;
 mod ids;
 mod memberships;
 mod policies;
+mod sessions;
 mod users;
 
 use std::borrow::Cow;
@@ -27,6 +28,7 @@ pub use audit::{AuditEntry, AuditFilter, AuditRecord};
 pub use ids::{new_id, now_ms};
 pub use memberships::MemberRecord;
 pub use policies::PolicyRecord;
+pub use sessions::SessionRecord;
 pub use users::UserRecord;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -79,4 +79,59 @@ impl Tx {
             .fetch_one(&mut *self.inner)
             .await?)
     }
+
+    pub async fn user_by_id(&mut self, id: &str) -> StoreResult<Option<UserRecord>> {
+        Ok(sqlx::query_as(self.sql(
+            "SELECT id, username, password_hash, is_admin, disabled, created_ms FROM users WHERE id = ?",
+        ))
+        .bind(id)
+        .fetch_optional(&mut *self.inner)
+        .await?)
+    }
+
+    /// Every user, by name.
+    pub async fn list_users(&mut self) -> StoreResult<Vec<UserRecord>> {
+        Ok(sqlx::query_as(self.sql(
+            "SELECT id, username, password_hash, is_admin, disabled, created_ms FROM users ORDER BY username",
+        ))
+        .fetch_all(&mut *self.inner)
+        .await?)
+    }
+
+    /// How many enabled admins there are: the last one may not be demoted or disabled.
+    pub async fn count_active_admins(&mut self) -> StoreResult<i64> {
+        Ok(sqlx::query_scalar(
+            self.sql("SELECT COUNT(*) FROM users WHERE is_admin = 1 AND disabled = 0"),
+        )
+        .fetch_one(&mut *self.inner)
+        .await?)
+    }
+
+    pub async fn set_user_flags(
+        &mut self,
+        id: &str,
+        is_admin: bool,
+        disabled: bool,
+    ) -> StoreResult<()> {
+        sqlx::query(
+            self.sql("UPDATE users SET is_admin = ?, disabled = ?, updated_ms = ? WHERE id = ?"),
+        )
+        .bind(i64::from(is_admin))
+        .bind(i64::from(disabled))
+        .bind(now_ms())
+        .bind(id)
+        .execute(&mut *self.inner)
+        .await?;
+        Ok(())
+    }
+
+    pub async fn set_password_hash(&mut self, id: &str, password_hash: &str) -> StoreResult<()> {
+        sqlx::query(self.sql("UPDATE users SET password_hash = ?, updated_ms = ? WHERE id = ?"))
+            .bind(password_hash)
+            .bind(now_ms())
+            .bind(id)
+            .execute(&mut *self.inner)
+            .await?;
+        Ok(())
+    }
 }
