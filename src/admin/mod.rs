@@ -3,16 +3,20 @@
 //! the same transaction. The JSON API, the CLI and the console all call these, so one
 //! set of rules serves them all. Handlers parse and render; the decisions are here.
 
+mod accounts;
 mod apps;
 mod audit;
 mod inputs;
 mod keys;
+mod live;
 mod members;
 mod policies;
 mod users;
 mod views;
 
+pub use accounts::{NewSession, SESSION_LIFETIME_MS, UserFlags};
 pub use inputs::{AppInput, KeyInput, MemberInput, PolicyInput};
+pub use live::{ACTIVITY_MINUTES, LivePolicy};
 pub use views::{ApiKeyView, AppDetail, AppView, AuditView, CreatedKey, MemberView, PolicyView};
 
 use crate::auth::{Actor, Permission};

@@ -1,0 +1,225 @@
+//! Users' accounts: sign-in, console sessions, password changes, and the admins' user
+//! management (global role, disabling, password resets). Each change is audited.
+
+use secrecy::{ExposeSecret, SecretString};
+use serde_json::json;
+
+use crate::auth::{Actor, Secret, SecretKind, hash_password, hash_secret, verify_password};
+use crate::domain::FieldError;
+use crate::store::{AuditEntry, SessionRecord, UserRecord, now_ms};
+
+use super::users::MIN_PASSWORD_CHARS;
+use super::{Admin, AdminError, AdminResult};
+
+/// How long a console session lasts after sign-in.
+pub const SESSION_LIFETIME_MS: i64 = 12 * 60 * 60 * 1000;
+
+/// A session just started: the cookie's token, shown once, to its owner.
+pub struct NewSession {
+    pub token: SecretString,
+    pub expires_ms: i64,
+}
+
+/// What an admin may change of a user.
+#[derive(Debug, Clone, Copy)]
+pub struct UserFlags {
+    pub is_admin: bool,
+    pub disabled: bool,
+}
+
+impl Admin {
+    /// The user, when `password` is theirs and the account is enabled. An unknown user
+    /// and a disabled one cost one argon2 verification like a wrong password, so the
+    /// answer time tells nothing.
+    pub async fn check_password(
+        &self,
+        username: &str,
+        password: SecretString,
+    ) -> AdminResult<Option<UserRecord>> {
+        let mut tx = self.store.begin_read().await?;
+        let user = tx.user_by_name(username).await?;
+        tx.commit().await?;
+        let stored = user.as_ref().map(|u| u.password_hash.clone());
+        let matches = verify_password(password, stored)
+            .await
+            .map_err(|e| AdminError::Internal(e.into()))?;
+        Ok(user.filter(|u| matches && !u.is_disabled()))
+    }
+
+    /// A new session for `user`: a fresh token each sign-in, so a token planted in a
+    /// browser before sign-in (session fixation) is never promoted.
+    pub async fn start_session(&self, user: &UserRecord) -> AdminResult<NewSession> {
+        let token = Secret::generate(SecretKind::Session);
+        let csrf = Secret::generate(SecretKind::Session);
+        let expires_ms = now_ms() + SESSION_LIFETIME_MS;
+        let mut tx = self.store.begin().await?;
+        tx.insert_session(&token.hash, &user.id, &csrf.hash, expires_ms)
+            .await?;
+        tx.commit().await?;
+        Ok(NewSession {
+            token: token.plain,
+            expires_ms,
+        })
+    }
+
+    /// The live session of a presented cookie token.
+    pub async fn session(&self, token: &str) -> AdminResult<Option<SessionRecord>> {
+        let mut tx = self.store.begin_read().await?;
+        let session = tx.session(&hash_secret(token)).await?;
+        tx.commit().await?;
+        Ok(session)
+    }
+
+    pub async fn end_session(&self, token: &str) -> AdminResult<()> {
+        let mut tx = self.store.begin().await?;
+        tx.delete_session(&hash_secret(token)).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// The actor's own password, after checking the current one. Their other sessions
+    /// end; the one in use (`keep_session`) stays.
+    pub async fn change_own_password(
+        &self,
+        actor: &Actor,
+        current: SecretString,
+        new: SecretString,
+        keep_session: Option<&str>,
+    ) -> AdminResult<()> {
+        let user_id = actor.user_id.as_deref().ok_or(AdminError::Forbidden)?;
+        let mut tx = self.store.begin_read().await?;
+        let user = tx
+            .user_by_id(user_id)
+            .await?
+            .ok_or(AdminError::NotFound("user"))?;
+        tx.commit().await?;
+        let matches = verify_password(current, Some(user.password_hash.clone()))
+            .await
+            .map_err(|e| AdminError::Internal(e.into()))?;
+        if !matches {
+            return Err(FieldError::new("current_password", "is not your current password").into());
+        }
+        self.store_password(actor, &user, new, keep_session.map(hash_secret))
+            .await
+    }
+
+    /// An admin sets another user's password; all of that user's sessions end.
+    pub async fn reset_password(
+        &self,
+        actor: &Actor,
+        username: &str,
+        new: SecretString,
+    ) -> AdminResult<()> {
+        if !actor.is_admin {
+            return Err(AdminError::Forbidden);
+        }
+        let user = self.user_named(username).await?;
+        self.store_password(actor, &user, new, None).await
+    }
+
+    async fn store_password(
+        &self,
+        actor: &Actor,
+        user: &UserRecord,
+        new: SecretString,
+        keep_session_hash: Option<String>,
+    ) -> AdminResult<()> {
+        check_new_password(&new)?;
+        let hash = hash_password(new)
+            .await
+            .map_err(|e| AdminError::Internal(e.into()))?;
+        let mut tx = self.store.begin().await?;
+        tx.set_password_hash(&user.id, &hash).await?;
+        tx.delete_sessions_of_user(&user.id, keep_session_hash.as_deref())
+            .await?;
+        tx.record_audit(AuditEntry {
+            actor: &actor.name,
+            app_slug: None,
+            entity_type: "user",
+            entity_id: &user.username,
+            action: "set_password",
+            before: None,
+            after: None,
+        })
+        .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Every user, for admins.
+    pub async fn list_users(&self, actor: &Actor) -> AdminResult<Vec<UserRecord>> {
+        if !actor.is_admin {
+            return Err(AdminError::Forbidden);
+        }
+        let mut tx = self.store.begin_read().await?;
+        let users = tx.list_users().await?;
+        tx.commit().await?;
+        Ok(users)
+    }
+
+    /// Sets a user's global role and disabled flag. A disabled user's sessions end at
+    /// once; the last enabled admin can be neither demoted nor disabled (nobody could
+    /// manage users any more).
+    pub async fn set_user_flags(
+        &self,
+        actor: &Actor,
+        username: &str,
+        flags: UserFlags,
+    ) -> AdminResult<()> {
+        if !actor.is_admin {
+            return Err(AdminError::Forbidden);
+        }
+        let mut tx = self.store.begin().await?;
+        let user = tx
+            .user_by_name(username)
+            .await?
+            .ok_or(AdminError::NotFound("user"))?;
+        let before = UserFlags {
+            is_admin: user.is_admin(),
+            disabled: user.is_disabled(),
+        };
+        let loses_admin =
+            before.is_admin && !before.disabled && (!flags.is_admin || flags.disabled);
+        if loses_admin && tx.count_active_admins().await? <= 1 {
+            return Err(AdminError::Conflict(format!(
+                "{} is the last enabled admin; make another admin first",
+                user.username
+            )));
+        }
+        tx.set_user_flags(&user.id, flags.is_admin, flags.disabled)
+            .await?;
+        if flags.disabled {
+            tx.delete_sessions_of_user(&user.id, None).await?;
+        }
+        tx.record_audit(AuditEntry {
+            actor: &actor.name,
+            app_slug: None,
+            entity_type: "user",
+            entity_id: &user.username,
+            action: "update",
+            before: Some(json!({"admin": before.is_admin, "disabled": before.disabled})),
+            after: Some(json!({"admin": flags.is_admin, "disabled": flags.disabled})),
+        })
+        .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    async fn user_named(&self, username: &str) -> AdminResult<UserRecord> {
+        let mut tx = self.store.begin_read().await?;
+        let user = tx.user_by_name(username).await?;
+        tx.commit().await?;
+        user.ok_or(AdminError::NotFound("user"))
+    }
+}
+
+fn check_new_password(password: &SecretString) -> Result<(), FieldError> {
+    if password.expose_secret().chars().count() < MIN_PASSWORD_CHARS {
+        Err(FieldError::new(
+            "password",
+            format!("must be at least {MIN_PASSWORD_CHARS} characters"),
+        ))
+    } else {
+        Ok(())
+    }
+}
