@@ -2,6 +2,7 @@
 //! a sync task pushes them into Redis, and Lua scripts in Redis take each decision.
 #![forbid(unsafe_code)]
 
+pub mod activity;
 pub mod admin;
 pub mod api;
 pub mod auth;

@@ -11,6 +11,7 @@ use secrecy::{ExposeSecret, SecretString};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+use crate::activity::{DecisionCounts, run_flusher};
 use crate::admin::Admin;
 use crate::api::{self, AppState};
 use crate::config::Settings;
@@ -27,6 +28,7 @@ pub struct Core {
     pub limiter: Limiter,
     pub snapshot: Arc<Snapshot>,
     pub denials: Arc<DenialCache>,
+    pub decisions: Arc<DecisionCounts>,
     pub sync: Sync,
     pub admin: Admin,
 }
@@ -59,6 +61,7 @@ impl Core {
             limiter,
             snapshot,
             denials,
+            decisions: Arc::default(),
             sync,
             admin,
         })
@@ -70,6 +73,7 @@ pub struct Application {
     server: Server,
     sync_task: JoinHandle<()>,
     listener_task: JoinHandle<()>,
+    flusher_task: JoinHandle<()>,
     shutdown: CancellationToken,
     store: Store,
 }
@@ -107,11 +111,17 @@ impl Application {
                 .clone()
                 .run(settings.sync_interval(), shutdown.clone()),
         );
+        let flusher_task = tokio::spawn(run_flusher(
+            core.decisions.clone(),
+            core.limiter.clone(),
+            shutdown.clone(),
+        ));
         let state = web::Data::new(AppState {
             admin: core.admin,
             limiter: core.limiter,
             snapshot: core.snapshot,
             denials: core.denials,
+            decisions: core.decisions,
             store: core.store.clone(),
         });
         let redis_url = settings.redis_url.clone();
@@ -123,7 +133,7 @@ impl Application {
                 .app_data(web::Data::new(api::WorkerLimiter(local)))
                 .configure(api::routes)
                 .configure(console::routes)
-                .default_service(web::to(api::not_found))
+                .default_service(web::to(console::not_found))
         })
         .disable_signals()
         .shutdown_timeout(10)
@@ -136,6 +146,7 @@ impl Application {
             server: server.run(),
             sync_task,
             listener_task,
+            flusher_task,
             shutdown,
             store: core.store,
         })
@@ -157,6 +168,7 @@ impl Application {
         self.shutdown.cancel();
         self.sync_task.await?;
         self.listener_task.await?;
+        self.flusher_task.await?;
         self.store.close().await;
         Ok(())
     }

@@ -105,6 +105,7 @@ pub async fn acquire(
     }
 
     if let Some(known) = state.denials.check(&name, &key.app, permits.get()) {
+        state.decisions.record(name.as_str(), false);
         METRICS
             .decisions
             .with_label_values(&[name.as_str(), "denied"])
@@ -153,6 +154,9 @@ pub async fn acquire(
                     .denials
                     .remember(&name, &key.app, permits.get(), known);
             }
+            state
+                .decisions
+                .record(name.as_str(), decision != Decision::Denied);
             METRICS
                 .decisions
                 .with_label_values(&[name.as_str(), outcome])

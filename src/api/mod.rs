@@ -11,6 +11,7 @@ use std::sync::Arc;
 
 use actix_web::{HttpRequest, web};
 
+use crate::activity::DecisionCounts;
 use crate::admin::Admin;
 use crate::denials::DenialCache;
 use crate::limiter::Limiter;
@@ -24,6 +25,8 @@ pub struct AppState {
     pub limiter: Limiter,
     pub snapshot: Arc<Snapshot>,
     pub denials: Arc<DenialCache>,
+    /// Granted/denied counts for the console's activity chart.
+    pub decisions: Arc<DecisionCounts>,
     pub store: Store,
 }
 

@@ -45,7 +45,7 @@ impl Limiter {
     }
 }
 
-fn parse_reply(reply: &[i64]) -> Result<AcquireOutcome, LimiterError> {
+pub(super) fn parse_reply(reply: &[i64]) -> Result<AcquireOutcome, LimiterError> {
     let &[
         code,
         remaining,

@@ -34,6 +34,12 @@ impl KeySpace {
         format!("{}:changes", self.prefix)
     }
 
+    /// A bucket of ratekeeper's own, such as sign-in attempts per user: outside the
+    /// policy pattern, so the orphan sweep never takes it for a deleted policy.
+    pub fn own_bucket(&self, name: &str) -> String {
+        format!("{}:own:{{{}}}", self.prefix, name)
+    }
+
     /// The pattern that matches every policy key of this deployment, for SCAN.
     pub fn policy_pattern(&self) -> String {
         format!("{}:{{*}}", self.prefix)

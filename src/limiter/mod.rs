@@ -2,17 +2,21 @@
 //! Nothing here knows about SQL or HTTP.
 
 mod acquire;
+mod activity;
 mod changes;
 mod connection;
 mod keys;
+mod own_buckets;
 mod scripts;
 mod state;
 mod writes;
 
 pub use acquire::{AcquireOutcome, Decision};
+pub use activity::MinuteCounts;
 pub use changes::listen_for_changes;
 pub use connection::RedisConn;
 pub use keys::KeySpace;
+pub use own_buckets::OwnBucket;
 pub use state::BucketState;
 pub use writes::PolicyConfig;
 

@@ -1,0 +1,99 @@
+//! Counts of granted and denied acquires per policy, kept in memory by each instance and
+//! added to Redis every couple of seconds (off the hot path: an acquire only bumps an
+//! atomic), where the console reads the sum over all instances per minute.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use dashmap::DashMap;
+use tokio_util::sync::CancellationToken;
+
+use crate::limiter::Limiter;
+
+/// How often an instance adds its counts to Redis.
+const FLUSH_EVERY: Duration = Duration::from_secs(2);
+
+#[derive(Default)]
+struct Counts {
+    granted: AtomicU64,
+    denied: AtomicU64,
+}
+
+#[derive(Default)]
+pub struct DecisionCounts {
+    by_policy: DashMap<String, Counts>,
+}
+
+impl DecisionCounts {
+    pub fn record(&self, policy: &str, granted: bool) {
+        let bump = |c: &Counts| {
+            let counter = if granted { &c.granted } else { &c.denied };
+            counter.fetch_add(1, Ordering::Relaxed);
+        };
+        if let Some(counts) = self.by_policy.get(policy) {
+            bump(&counts);
+            return;
+        }
+        bump(&self.by_policy.entry(policy.to_owned()).or_default());
+    }
+
+    /// Takes the counts gathered since the last call: `(policy, granted, denied)`.
+    pub fn take(&self) -> Vec<(String, u64, u64)> {
+        let mut taken = Vec::new();
+        // Entries are kept (a policy in use stays in use); only their counts reset.
+        for entry in &self.by_policy {
+            let granted = entry.granted.swap(0, Ordering::Relaxed);
+            let denied = entry.denied.swap(0, Ordering::Relaxed);
+            if granted + denied > 0 {
+                taken.push((entry.key().clone(), granted, denied));
+            }
+        }
+        taken
+    }
+}
+
+pub fn unix_minute_now() -> i64 {
+    chrono::Utc::now().timestamp_millis() / 60_000
+}
+
+/// Adds the counts to Redis every [`FLUSH_EVERY`] until `shutdown`, then once more.
+pub async fn run_flusher(
+    counts: Arc<DecisionCounts>,
+    limiter: Limiter,
+    shutdown: CancellationToken,
+) {
+    let mut ticker = tokio::time::interval(FLUSH_EVERY);
+    loop {
+        let stopping = tokio::select! {
+            _ = ticker.tick() => false,
+            () = shutdown.cancelled() => true,
+        };
+        let taken = counts.take();
+        if let Err(e) = limiter.add_activity(unix_minute_now(), &taken).await {
+            // Lost counts only make a chart lower; the decisions themselves were right.
+            tracing::warn!(error = %e, policies = taken.len(), "decision counts not stored");
+        }
+        if stopping {
+            return;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_are_taken_once() {
+        let counts = DecisionCounts::default();
+        counts.record("a", true);
+        counts.record("a", true);
+        counts.record("a", false);
+        counts.record("b", false);
+        let mut taken = counts.take();
+        taken.sort();
+        assert_eq!(taken, vec![("a".into(), 2, 1), ("b".into(), 0, 1)]);
+        assert!(counts.take().is_empty());
+    }
+}
