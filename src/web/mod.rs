@@ -1,29 +1,128 @@
-//! The web console. For now its home page, which points to the APIs; the console's pages
-//! (login, applications, policies, audit) build on the same `admin` operations.
+//! The web console: server-rendered askama pages over the same `admin` operations (and so
+//! the same permission rules) as the JSON API, with a small script for the live state.
+//! Handlers parse the form, check the session and its CSRF token, call `admin`, render.
 
-use actix_web::web;
+mod account;
+mod apps;
+mod assets;
+mod audit;
+mod error;
+mod format;
+mod forms;
+mod login;
+mod login_guard;
+mod members;
+mod page;
+mod policies;
+mod session;
+mod users;
+
+use actix_web::http::StatusCode;
+use actix_web::http::header::{self, ContentType};
+use actix_web::{HttpRequest, HttpResponse, web};
 use askama::Template;
-use askama_web::WebTemplate;
+use tracing_actix_web::TracingLogger;
 
-#[derive(Template, WebTemplate)]
-#[template(path = "home.html")]
-struct Home {
-    version: &'static str,
-}
-
-async fn home() -> Home {
-    Home {
-        version: env!("CARGO_PKG_VERSION"),
-    }
-}
+pub use error::ConsoleError;
 
 pub fn routes(cfg: &mut web::ServiceConfig) {
-    cfg.route("/", web::get().to(home))
-        .service(actix_web::web::resource("/static/style.css").to(style));
+    cfg.service(
+        // Registered after the APIs: this scope takes every other path. A span per
+        // console request, with its route pattern (never on the acquire path).
+        web::scope("")
+            .wrap(TracingLogger::default())
+            .app_data(
+                web::FormConfig::default()
+                    .limit(64 * 1024)
+                    .error_handler(|e, _| {
+                        ConsoleError::BadRequest(format!("The form could not be read: {e}")).into()
+                    }),
+            )
+            .app_data(web::QueryConfig::default().error_handler(|e, _| {
+                ConsoleError::BadRequest(format!("Bad query string: {e}")).into()
+            }))
+            .app_data(
+                web::PathConfig::default().error_handler(|e, _| {
+                    ConsoleError::BadRequest(format!("Bad path: {e}")).into()
+                }),
+            )
+            .route("/", web::get().to(home))
+            .route("/static/{file}", web::get().to(assets::serve))
+            .route("/login", web::get().to(login::show))
+            .route("/login", web::post().to(login::submit))
+            .route("/logout", web::post().to(login::logout))
+            .route("/apps", web::get().to(apps::list))
+            .route("/apps", web::post().to(apps::create))
+            .route("/apps/{slug}", web::get().to(apps::show))
+            .route("/apps/{slug}/live", web::get().to(apps::live))
+            .route("/apps/{slug}/members", web::post().to(members::save))
+            .route(
+                "/apps/{slug}/members/{username}/remove",
+                web::post().to(members::remove),
+            )
+            .route("/apps/{slug}/keys", web::post().to(members::create_key))
+            .route(
+                "/apps/{slug}/keys/{id}/revoke",
+                web::post().to(members::revoke_key),
+            )
+            .route("/apps/{slug}/policies/new", web::get().to(policies::new))
+            .route("/apps/{slug}/policies", web::post().to(policies::create))
+            // Policy names may contain '/': the action is the last segment.
+            .route("/policies/{name:.+}/edit", web::get().to(policies::edit))
+            .route("/policies/{name:.+}/edit", web::post().to(policies::update))
+            .route(
+                "/policies/{name:.+}/delete",
+                web::get().to(policies::confirm_delete),
+            )
+            .route(
+                "/policies/{name:.+}/delete",
+                web::post().to(policies::delete),
+            )
+            .route("/users", web::get().to(users::list))
+            .route("/users", web::post().to(users::create))
+            .route("/users/{username}", web::post().to(users::update))
+            .route(
+                "/users/{username}/password",
+                web::post().to(users::reset_password),
+            )
+            .route("/account", web::get().to(account::show))
+            .route(
+                "/account/password",
+                web::post().to(account::change_password),
+            )
+            .route("/audit", web::get().to(audit::list)),
+    );
 }
 
-async fn style() -> actix_web::HttpResponse {
-    actix_web::HttpResponse::Ok()
-        .content_type("text/css; charset=utf-8")
-        .body(include_str!("../../static/style.css"))
+async fn home() -> HttpResponse {
+    see_other("/apps")
+}
+
+pub fn see_other(location: &str) -> HttpResponse {
+    HttpResponse::SeeOther()
+        .insert_header((header::LOCATION, location.to_owned()))
+        .finish()
+}
+
+/// A page as an HTML response.
+pub fn render(page: &impl Template) -> Result<HttpResponse, ConsoleError> {
+    let body = page.render().map_err(anyhow::Error::from)?;
+    Ok(HttpResponse::Ok()
+        .content_type(ContentType::html())
+        .body(body))
+}
+
+/// Any path no route claims: problem+json under the APIs, an HTML page elsewhere.
+pub async fn not_found(req: HttpRequest) -> HttpResponse {
+    let path = req.path();
+    if path.starts_with("/api/") || path.starts_with("/v1/") {
+        return actix_web::ResponseError::error_response(
+            &crate::api::not_found(req.clone()).await.unwrap_err(),
+        );
+    }
+    error::render_error(
+        StatusCode::NOT_FOUND,
+        "Page not found",
+        format!("Nothing lives at {path}. Check the address, or start from your applications."),
+    )
 }

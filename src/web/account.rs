@@ -1,0 +1,109 @@
+//! The signed-in user's own account: who they are, their applications, their password.
+
+use actix_web::http::StatusCode;
+use actix_web::{HttpResponse, web};
+use askama::Template;
+use secrecy::SecretString;
+use serde::Deserialize;
+
+use super::error::ConsoleError;
+use super::forms::FormErrors;
+use super::page::{Chrome, Notice};
+use super::session::SignedIn;
+use super::{render, see_other};
+use crate::admin::{AdminError, AppView};
+use crate::api::AppState;
+use crate::domain::FieldErrors;
+
+#[derive(Template)]
+#[template(path = "account.html")]
+struct AccountPage {
+    chrome: Chrome,
+    username: String,
+    is_admin: bool,
+    apps: Vec<AppView>,
+    errors: FormErrors,
+}
+
+#[derive(Deserialize)]
+pub struct PasswordForm {
+    #[serde(default)]
+    current_password: String,
+    #[serde(default)]
+    new_password: String,
+    #[serde(default)]
+    confirm_password: String,
+    #[serde(default)]
+    csrf: String,
+}
+
+async fn page(
+    state: &AppState,
+    signed_in: &SignedIn,
+    errors: FormErrors,
+) -> Result<AccountPage, ConsoleError> {
+    Ok(AccountPage {
+        chrome: signed_in.chrome("account"),
+        username: signed_in.actor.name.clone(),
+        is_admin: signed_in.actor.is_admin,
+        apps: state.admin.list_apps(&signed_in.actor).await?,
+        errors,
+    })
+}
+
+pub async fn show(
+    state: web::Data<AppState>,
+    signed_in: SignedIn,
+    notice: web::Query<Notice>,
+) -> Result<HttpResponse, ConsoleError> {
+    let mut page = page(&state, &signed_in, FormErrors::default()).await?;
+    page.chrome = page.chrome.with_notice(&notice);
+    render(&page)
+}
+
+pub async fn change_password(
+    state: web::Data<AppState>,
+    signed_in: SignedIn,
+    form: web::Form<PasswordForm>,
+) -> Result<HttpResponse, ConsoleError> {
+    signed_in.check_csrf(&form.csrf)?;
+    let form = form.into_inner();
+    let errors = if form.new_password != form.confirm_password {
+        let mut errors = FieldErrors::default();
+        errors.push("confirm_password", "does not match the new password");
+        FormErrors::from_fields(&errors)
+    } else {
+        let result = state
+            .admin
+            .change_own_password(
+                &signed_in.actor,
+                SecretString::from(form.current_password),
+                SecretString::from(form.new_password),
+                Some(&signed_in.token),
+            )
+            .await;
+        match result {
+            Ok(()) => return Ok(see_other("/account?done=password-changed")),
+            Err(AdminError::Invalid(errors)) => {
+                // The admin layer names the new password "password".
+                let renamed = FieldErrors(
+                    errors
+                        .0
+                        .into_iter()
+                        .map(|mut e| {
+                            if e.field == "password" {
+                                e.field = "new_password".to_owned();
+                            }
+                            e
+                        })
+                        .collect(),
+                );
+                FormErrors::from_fields(&renamed)
+            }
+            Err(e) => return Err(e.into()),
+        }
+    };
+    let mut response = render(&page(&state, &signed_in, errors).await?)?;
+    *response.status_mut() = StatusCode::UNPROCESSABLE_ENTITY;
+    Ok(response)
+}

@@ -1,0 +1,136 @@
+//! What a console request that cannot go on answers: a redirect to sign in, or an HTML
+//! error page with the right status. Internal error text is logged, never shown.
+
+use actix_web::http::StatusCode;
+use actix_web::http::header::{self, ContentType};
+use actix_web::{HttpResponse, ResponseError};
+use askama::Template;
+
+use super::page::Chrome;
+use crate::admin::AdminError;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConsoleError {
+    /// Not signed in: off to the login page, coming back to `next` afterwards.
+    #[error("sign-in required")]
+    SignInRequired { next: String },
+    #[error("not permitted")]
+    Forbidden,
+    #[error("the form was stale or forged (CSRF token mismatch)")]
+    Csrf,
+    #[error("{0} not found")]
+    NotFound(String),
+    #[error("{0}")]
+    BadRequest(String),
+    #[error("{0}")]
+    Conflict(String),
+    #[error("redis is unavailable")]
+    Unavailable,
+    #[error(transparent)]
+    Internal(#[from] anyhow::Error),
+}
+
+impl From<AdminError> for ConsoleError {
+    fn from(e: AdminError) -> Self {
+        match e {
+            AdminError::NotFound(what) => Self::NotFound(what.to_owned()),
+            AdminError::Forbidden => Self::Forbidden,
+            AdminError::Invalid(errors) => Self::BadRequest(
+                errors
+                    .0
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join("; "),
+            ),
+            AdminError::Conflict(message) => Self::Conflict(message),
+            AdminError::VersionConflict { current } => Self::Conflict(format!(
+                "the policy was changed meanwhile; its version is now {current}"
+            )),
+            AdminError::Unavailable(e) => {
+                tracing::warn!(error = ?e, "console: redis unavailable");
+                Self::Unavailable
+            }
+            AdminError::Internal(e) => Self::Internal(e),
+        }
+    }
+}
+
+#[derive(Template)]
+#[template(path = "error.html")]
+struct ErrorPage {
+    chrome: Chrome,
+    status: u16,
+    title: &'static str,
+    message: String,
+}
+
+impl ResponseError for ConsoleError {
+    fn status_code(&self) -> StatusCode {
+        match self {
+            Self::SignInRequired { .. } => StatusCode::SEE_OTHER,
+            Self::Forbidden | Self::Csrf => StatusCode::FORBIDDEN,
+            Self::NotFound(_) => StatusCode::NOT_FOUND,
+            Self::BadRequest(_) => StatusCode::BAD_REQUEST,
+            Self::Conflict(_) => StatusCode::CONFLICT,
+            Self::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
+            Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+
+    fn error_response(&self) -> HttpResponse {
+        let (title, message) = match self {
+            Self::SignInRequired { next } => {
+                let target = format!("/login?next={}", super::format::url_encode(next));
+                return HttpResponse::SeeOther()
+                    .insert_header((header::LOCATION, target))
+                    .finish();
+            }
+            Self::Forbidden => (
+                "Not permitted",
+                "Your role does not allow this. Ask an owner of the application or an admin."
+                    .to_owned(),
+            ),
+            Self::Csrf => (
+                "Form expired",
+                "This form was not sent from a page of your current session (or the page is \
+                 too old). Go back, reload the page and try again."
+                    .to_owned(),
+            ),
+            Self::NotFound(what) => ("Not found", format!("There is no such {what}.")),
+            Self::BadRequest(message) => ("Bad request", message.clone()),
+            Self::Conflict(message) => ("Conflict", message.clone()),
+            Self::Unavailable => (
+                "Redis unavailable",
+                "The limiter's Redis cannot be reached right now; try again shortly.".to_owned(),
+            ),
+            Self::Internal(e) => {
+                tracing::error!(error = ?e, "console request failed");
+                (
+                    "Something went wrong",
+                    "The server could not complete this request; the details are in its log."
+                        .to_owned(),
+                )
+            }
+        };
+        render_error(self.status_code(), title, message)
+    }
+}
+
+pub fn render_error(status: StatusCode, title: &'static str, message: String) -> HttpResponse {
+    let page = ErrorPage {
+        chrome: Chrome::anonymous(),
+        status: status.as_u16(),
+        title,
+        message,
+    };
+    match page.render() {
+        Ok(body) => HttpResponse::build(status)
+            .content_type(ContentType::html())
+            .body(body),
+        Err(e) => {
+            tracing::error!(error = %e, "error page did not render");
+            HttpResponse::build(status).finish()
+        }
+    }
+}

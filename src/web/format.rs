@@ -1,0 +1,101 @@
+//! How values read on a page: rates in words, times relative to now.
+
+const UNITS: [(&str, f64); 4] = [
+    ("second", 1.0),
+    ("minute", 60.0),
+    ("hour", 3600.0),
+    ("day", 86_400.0),
+];
+
+/// A rate in permits per second, as a person would say it: "10 per second",
+/// "12 per minute", "3.6 per hour": the smallest unit in which it is at least 1.
+pub fn readable_rate(per_second: f64) -> String {
+    let (amount, unit) = rate_in_unit(per_second);
+    format!("{} per {unit}", number(amount))
+}
+
+/// The rate as (amount, unit) in the smallest unit where the amount is at least 1; the
+/// policy form shows a stored rate this way.
+pub fn rate_in_unit(per_second: f64) -> (f64, &'static str) {
+    UNITS
+        .iter()
+        .map(|&(unit, seconds)| (per_second * seconds, unit))
+        .find(|&(amount, _)| amount >= 1.0 - 1e-9)
+        .unwrap_or((per_second * 86_400.0, "day"))
+}
+
+fn is_whole(x: f64) -> bool {
+    (x - x.round()).abs() < 1e-9
+}
+
+/// At most three decimals, without trailing zeros.
+pub fn number(x: f64) -> String {
+    if is_whole(x) {
+        return format!("{}", x.round() as i64);
+    }
+    let s = format!("{x:.3}");
+    s.trim_end_matches('0').trim_end_matches('.').to_owned()
+}
+
+/// Seconds in a unit of the rate form.
+pub fn unit_seconds(unit: &str) -> Option<f64> {
+    UNITS.iter().find(|(u, _)| *u == unit).map(|&(_, s)| s)
+}
+
+/// "just now", "5 min ago", "3 h ago", "2 days ago", or the date.
+pub fn ago(ms: i64, now_ms: i64) -> String {
+    let secs = (now_ms - ms).max(0) / 1000;
+    match secs {
+        0..=59 => "just now".to_owned(),
+        60..=3599 => format!("{} min ago", secs / 60),
+        3600..=86_399 => format!("{} h ago", secs / 3600),
+        86_400..=2_591_999 => format!("{} days ago", secs / 86_400),
+        _ => chrono::DateTime::from_timestamp_millis(ms)
+            .map(|t| t.format("%Y-%m-%d").to_string())
+            .unwrap_or_default(),
+    }
+}
+
+/// An RFC 3339 time as stored in views, shortened for a table ("2026-11-22 04:19 UTC").
+pub fn short_time(rfc3339: &str) -> String {
+    chrono::DateTime::parse_from_rfc3339(rfc3339)
+        .map(|t| t.format("%Y-%m-%d %H:%M UTC").to_string())
+        .unwrap_or_else(|_| rfc3339.to_owned())
+}
+
+/// Percent-encodes everything but unreserved characters and '/', for a query value.
+pub fn url_encode(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || b"-._~/".contains(&b) {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rates_read_like_speech() {
+        assert_eq!(readable_rate(10.0), "10 per second");
+        assert_eq!(readable_rate(0.2), "12 per minute");
+        assert_eq!(readable_rate(1.0 / 60.0), "1 per minute");
+        assert_eq!(readable_rate(1.0 / 3600.0), "1 per hour");
+        assert_eq!(readable_rate(2.5), "2.5 per second");
+        assert_eq!(readable_rate(0.001), "3.6 per hour");
+        assert_eq!(readable_rate(0.00001), "0.864 per day");
+        assert_eq!(rate_in_unit(2.5), (2.5, "second"));
+    }
+
+    #[test]
+    fn times_read_relative() {
+        assert_eq!(ago(1_000, 30_000), "just now");
+        assert_eq!(ago(0, 5 * 60_000), "5 min ago");
+        assert_eq!(url_encode("/apps/a b?x=1"), "/apps/a%20b%3Fx%3D1");
+    }
+}

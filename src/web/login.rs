@@ -1,0 +1,187 @@
+//! Sign-in and sign-out. The login form carries a CSRF token of its own (a cookie and a
+//! hidden field that must match), since there is no session yet to hold one.
+
+use actix_web::cookie::time::Duration;
+use actix_web::http::StatusCode;
+use actix_web::http::header::{self, ContentType};
+use actix_web::{HttpRequest, HttpResponse, web};
+use askama::Template;
+use secrecy::SecretString;
+use serde::Deserialize;
+
+use super::error::ConsoleError;
+use super::login_guard;
+use super::page::Chrome;
+use super::session::{SESSION_COOKIE, SignedIn, constant_time_eq, cookie, removal};
+use crate::admin::SESSION_LIFETIME_MS;
+use crate::api::AppState;
+use crate::auth::{Secret, SecretKind};
+
+const LOGIN_CSRF_COOKIE: &str = "rk_login_csrf";
+
+#[derive(Template)]
+#[template(path = "login.html")]
+struct LoginPage {
+    chrome: Chrome,
+    csrf: String,
+    next: String,
+    username: String,
+    error: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct NextQuery {
+    next: Option<String>,
+}
+
+#[derive(Deserialize)]
+pub struct LoginForm {
+    #[serde(default)]
+    username: String,
+    #[serde(default)]
+    password: String,
+    #[serde(default)]
+    csrf: String,
+    #[serde(default)]
+    next: String,
+}
+
+/// Only a path of this site: an absolute URL or `//host` would make the login page an
+/// open redirect.
+fn safe_next(next: Option<&str>) -> String {
+    match next {
+        Some(n) if n.starts_with('/') && !n.starts_with("//") && !n.contains('\\') => n.to_owned(),
+        _ => "/apps".to_owned(),
+    }
+}
+
+fn see_other(location: &str) -> HttpResponse {
+    HttpResponse::SeeOther()
+        .insert_header((header::LOCATION, location.to_owned()))
+        .finish()
+}
+
+pub async fn show(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    query: web::Query<NextQuery>,
+) -> Result<HttpResponse, ConsoleError> {
+    let next = safe_next(query.next.as_deref());
+    if let Some(token) = req.cookie(SESSION_COOKIE)
+        && state.admin.session(token.value()).await?.is_some()
+    {
+        return Ok(see_other(&next));
+    }
+    render_form(&req, StatusCode::OK, next, String::new(), None)
+}
+
+fn render_form(
+    req: &HttpRequest,
+    status: StatusCode,
+    next: String,
+    username: String,
+    error: Option<String>,
+) -> Result<HttpResponse, ConsoleError> {
+    let csrf = Secret::generate(SecretKind::Session).hash;
+    let page = LoginPage {
+        chrome: Chrome::anonymous(),
+        csrf: csrf.clone(),
+        next,
+        username,
+        error,
+    };
+    let body = page.render().map_err(anyhow::Error::from)?;
+    Ok(HttpResponse::build(status)
+        .cookie(cookie(req, LOGIN_CSRF_COOKIE, csrf, Duration::hours(2)))
+        .content_type(ContentType::html())
+        .body(body))
+}
+
+pub async fn submit(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    form: web::Form<LoginForm>,
+) -> Result<HttpResponse, ConsoleError> {
+    let form = form.into_inner();
+    let next = safe_next(Some(&form.next));
+    let cookie_csrf = req.cookie(LOGIN_CSRF_COOKIE).map(|c| c.value().to_owned());
+    if !cookie_csrf
+        .is_some_and(|c| !c.is_empty() && constant_time_eq(c.as_bytes(), form.csrf.as_bytes()))
+    {
+        return Err(ConsoleError::Csrf);
+    }
+    let username = form.username.trim().to_owned();
+    if username.is_empty() || form.password.is_empty() {
+        let error = "Enter your username and password.".to_owned();
+        return render_form(
+            &req,
+            StatusCode::UNPROCESSABLE_ENTITY,
+            next,
+            username,
+            Some(error),
+        );
+    }
+
+    let address = req.peer_addr().map(|a| a.ip());
+    if let Some(wait) = login_guard::take_attempt(&state.limiter, &username, address).await {
+        let error = format!(
+            "Too many sign-in attempts for this user or from this address. Try again in {wait} s."
+        );
+        let mut response = render_form(
+            &req,
+            StatusCode::TOO_MANY_REQUESTS,
+            next,
+            username,
+            Some(error),
+        )?;
+        response
+            .headers_mut()
+            .insert(header::RETRY_AFTER, header::HeaderValue::from(wait));
+        return Ok(response);
+    }
+
+    let password = SecretString::from(form.password);
+    let Some(user) = state.admin.check_password(&username, password).await? else {
+        let error = "Unknown username or wrong password (or the account is disabled).".to_owned();
+        return render_form(&req, StatusCode::UNAUTHORIZED, next, username, Some(error));
+    };
+    login_guard::forgive(&state.limiter, &username).await;
+
+    // A new session id at every sign-in; a session this browser had before ends.
+    if let Some(old) = req.cookie(SESSION_COOKIE) {
+        state.admin.end_session(old.value()).await?;
+    }
+    let session = state.admin.start_session(&user).await?;
+    tracing::info!(user = %user.username, "console sign-in");
+    use secrecy::ExposeSecret;
+    Ok(HttpResponse::SeeOther()
+        .insert_header((header::LOCATION, next))
+        .cookie(cookie(
+            &req,
+            SESSION_COOKIE,
+            session.token.expose_secret().to_owned(),
+            Duration::milliseconds(SESSION_LIFETIME_MS),
+        ))
+        .cookie(removal(&req, LOGIN_CSRF_COOKIE))
+        .finish())
+}
+
+#[derive(Deserialize)]
+pub struct CsrfForm {
+    #[serde(default)]
+    pub csrf: String,
+}
+
+pub async fn logout(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    signed_in: SignedIn,
+    form: web::Form<CsrfForm>,
+) -> Result<HttpResponse, ConsoleError> {
+    signed_in.check_csrf(&form.csrf)?;
+    state.admin.end_session(&signed_in.token).await?;
+    Ok(HttpResponse::SeeOther()
+        .insert_header((header::LOCATION, "/login"))
+        .cookie(removal(&req, SESSION_COOKIE))
+        .finish())
+}

@@ -1,0 +1,64 @@
+//! What every console page shares: who is signed in (for the navigation and the sign-out
+//! form), which section is current, and a one-line notice after a change.
+
+use serde::Deserialize;
+
+pub struct Chrome {
+    pub user: Option<ChromeUser>,
+    pub section: &'static str,
+    pub notice: Option<&'static str>,
+}
+
+pub struct ChromeUser {
+    pub name: String,
+    pub is_admin: bool,
+    /// The session's CSRF token, for every form on the page.
+    pub csrf: String,
+}
+
+impl Chrome {
+    /// For pages shown to nobody in particular (sign-in, errors).
+    pub fn anonymous() -> Self {
+        Self {
+            user: None,
+            section: "",
+            notice: None,
+        }
+    }
+
+    /// The session's CSRF token, for the hidden field of a form.
+    pub fn csrf(&self) -> &str {
+        self.user.as_ref().map_or("", |u| u.csrf.as_str())
+    }
+
+    pub fn with_notice(mut self, notice: &Notice) -> Self {
+        self.notice = notice.message();
+        self
+    }
+}
+
+/// `?done=<code>` after a redirect: a fixed message per code, so the query string can
+/// never put text of its own on the page.
+#[derive(Debug, Default, Deserialize)]
+pub struct Notice {
+    done: Option<String>,
+}
+
+impl Notice {
+    pub fn message(&self) -> Option<&'static str> {
+        Some(match self.done.as_deref()? {
+            "app-created" => "Application created.",
+            "policy-created" => "Policy created. Redis has it already.",
+            "policy-updated" => "Policy saved.",
+            "policy-deleted" => "Policy deleted, and its bucket removed from Redis.",
+            "member-saved" => "Member saved.",
+            "member-removed" => "Member removed.",
+            "key-revoked" => "Key revoked. It stopped working at once.",
+            "user-created" => "User created.",
+            "user-updated" => "User updated.",
+            "password-reset" => "Password reset; the user's sessions were ended.",
+            "password-changed" => "Your password was changed; your other sessions were ended.",
+            _ => return None,
+        })
+    }
+}

@@ -1,0 +1,370 @@
+//! Creating, editing and deleting policies. A form that fails validation comes back with
+//! each error next to its field and everything typed kept; an edit carries the version
+//! it started from, so a change made meanwhile by someone else is shown, not overwritten.
+
+use actix_web::http::StatusCode;
+use actix_web::{HttpResponse, web};
+use askama::Template;
+use serde::Deserialize;
+
+use super::error::ConsoleError;
+use super::format::{number, rate_in_unit, readable_rate, unit_seconds};
+use super::forms::FormErrors;
+use super::login::CsrfForm;
+use super::page::Chrome;
+use super::session::SignedIn;
+use super::{render, see_other};
+use crate::admin::{AdminError, AppDetail, PolicyInput, PolicyView};
+use crate::api::AppState;
+use crate::domain::FieldErrors;
+
+/// What the policy form sends: text as typed, parsed here so that a bad number is an
+/// error next to its field like any other.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct PolicyForm {
+    #[serde(default)]
+    pub name: String,
+    #[serde(default)]
+    pub algorithm: String,
+    #[serde(default)]
+    pub rate: String,
+    #[serde(default)]
+    pub rate_unit: String,
+    #[serde(default)]
+    pub max_permits: String,
+    #[serde(default)]
+    pub allowed_apps: String,
+    #[serde(default)]
+    pub failure_mode: String,
+    /// A checkbox: present when checked.
+    pub enabled: Option<String>,
+    #[serde(default)]
+    pub description: String,
+    #[serde(default)]
+    pub version: String,
+    #[serde(default)]
+    pub csrf: String,
+}
+
+impl PolicyForm {
+    fn blank(owner_app: &str) -> Self {
+        Self {
+            algorithm: "token_bucket".to_owned(),
+            rate_unit: "second".to_owned(),
+            allowed_apps: owner_app.to_owned(),
+            failure_mode: "closed".to_owned(),
+            enabled: Some("on".to_owned()),
+            ..Self::default()
+        }
+    }
+
+    fn of(policy: &PolicyView) -> Self {
+        let (amount, unit) = rate_in_unit(policy.rate);
+        Self {
+            name: policy.name.clone(),
+            algorithm: policy.algorithm.as_str().to_owned(),
+            rate: if amount.fract() == 0.0 {
+                number(amount)
+            } else {
+                amount.to_string()
+            },
+            rate_unit: unit.to_owned(),
+            max_permits: policy.max_permits.to_string(),
+            allowed_apps: policy.allowed_apps.join(", "),
+            failure_mode: policy.failure_mode.as_str().to_owned(),
+            enabled: policy.enabled.then(|| "on".to_owned()),
+            description: policy.description.clone(),
+            version: policy.version.to_string(),
+            csrf: String::new(),
+        }
+    }
+
+    /// The input for `admin`, or the errors of the fields that are not even numbers.
+    /// On an edit, the rate is only sent when it really changed: the form shows it
+    /// rounded to its unit, and re-sending that would nudge the stored value.
+    fn to_input(&self, current: Option<&PolicyView>) -> Result<PolicyInput, FieldErrors> {
+        let mut errors = FieldErrors::default();
+        let rate = match (
+            self.rate.trim().parse::<f64>(),
+            unit_seconds(&self.rate_unit),
+        ) {
+            (Ok(amount), Some(seconds)) if amount.is_finite() => Some(amount / seconds),
+            (Ok(_), None) => {
+                errors.push("rate_unit", "must be second, minute or hour");
+                None
+            }
+            _ => {
+                errors.push("rate", "must be a number, such as 10 or 0.5");
+                None
+            }
+        };
+        let rate = match (rate, current) {
+            (Some(new), Some(cur)) if ((new - cur.rate) / cur.rate).abs() < 1e-6 => None,
+            (rate, _) => rate,
+        };
+        let max_permits = match self.max_permits.trim().parse::<i64>() {
+            Ok(m) => Some(m),
+            Err(_) => {
+                errors.push("max_permits", "must be a whole number, such as 10");
+                None
+            }
+        };
+        let version = match (current, self.version.trim().parse::<i64>()) {
+            (None, _) => None,
+            (Some(_), Ok(v)) => Some(v),
+            (Some(_), Err(_)) => {
+                errors.push("version", "is missing; reload the page");
+                None
+            }
+        };
+        errors.clone().into_result()?;
+        let allowed_apps = self
+            .allowed_apps
+            .split(|c: char| c == ',' || c.is_whitespace())
+            .filter(|s| !s.is_empty())
+            .map(str::to_owned)
+            .collect();
+        Ok(PolicyInput {
+            name: current.is_none().then(|| self.name.trim().to_owned()),
+            owner_app: None,
+            algorithm: Some(self.algorithm.clone()),
+            rate,
+            max_permits,
+            allowed_apps: Some(allowed_apps),
+            failure_mode: Some(self.failure_mode.clone()),
+            enabled: Some(self.enabled.is_some()),
+            // Browsers send line breaks as CRLF; store them as typed.
+            description: Some(self.description.replace("\r\n", "\n")),
+            version,
+        })
+    }
+}
+
+#[derive(Template)]
+#[template(path = "policies/form.html")]
+struct PolicyFormPage {
+    chrome: Chrome,
+    app: AppDetail,
+    /// `None` when creating.
+    editing: Option<String>,
+    form: PolicyForm,
+    errors: FormErrors,
+}
+
+impl PolicyFormPage {
+    fn action(&self) -> String {
+        match &self.editing {
+            Some(name) => format!("/policies/{name}/edit"),
+            None => format!("/apps/{}/policies", self.app.app.slug),
+        }
+    }
+
+    fn other_errors(&self) -> Vec<String> {
+        self.errors.others(&[
+            "name",
+            "algorithm",
+            "rate",
+            "rate_unit",
+            "max_permits",
+            "allowed_apps",
+            "failure_mode",
+            "enabled",
+            "description",
+        ])
+    }
+}
+
+fn rerender(page: &PolicyFormPage, status: StatusCode) -> Result<HttpResponse, ConsoleError> {
+    let mut response = render(page)?;
+    *response.status_mut() = status;
+    Ok(response)
+}
+
+/// The application, if the actor may edit it; a viewer gets 403 even for the form.
+async fn editable_app(
+    state: &AppState,
+    signed_in: &SignedIn,
+    slug: &str,
+) -> Result<AppDetail, ConsoleError> {
+    let app = state.admin.get_app(&signed_in.actor, slug).await?;
+    if matches!(app.your_role.as_str(), "owner" | "admin") {
+        Ok(app)
+    } else {
+        Err(ConsoleError::Forbidden)
+    }
+}
+
+/// The policy and its application, if the actor may edit them.
+async fn editable_policy(
+    state: &AppState,
+    signed_in: &SignedIn,
+    name: &str,
+) -> Result<(PolicyView, AppDetail), ConsoleError> {
+    let policy = state.admin.get_policy(&signed_in.actor, name).await?;
+    let app = editable_app(state, signed_in, &policy.owner_app).await?;
+    Ok((policy, app))
+}
+
+pub async fn new(
+    state: web::Data<AppState>,
+    signed_in: SignedIn,
+    slug: web::Path<String>,
+) -> Result<HttpResponse, ConsoleError> {
+    let app = editable_app(&state, &signed_in, &slug).await?;
+    render(&PolicyFormPage {
+        chrome: signed_in.chrome("apps"),
+        form: PolicyForm::blank(&app.app.slug),
+        app,
+        editing: None,
+        errors: FormErrors::default(),
+    })
+}
+
+pub async fn create(
+    state: web::Data<AppState>,
+    signed_in: SignedIn,
+    slug: web::Path<String>,
+    form: web::Form<PolicyForm>,
+) -> Result<HttpResponse, ConsoleError> {
+    signed_in.check_csrf(&form.csrf)?;
+    let app = editable_app(&state, &signed_in, &slug).await?;
+    let form = form.into_inner();
+    let result = match form.to_input(None) {
+        Ok(mut input) => {
+            input.owner_app = Some(app.app.slug.clone());
+            state.admin.create_policy(&signed_in.actor, input).await
+        }
+        Err(errors) => Err(AdminError::Invalid(errors)),
+    };
+    let errors = match result {
+        Ok(_) => return Ok(see_other(&format!("/apps/{slug}?done=policy-created"))),
+        Err(AdminError::Invalid(errors)) => FormErrors::from_fields(&errors),
+        Err(AdminError::Conflict(message)) => {
+            let mut errors = FieldErrors::default();
+            errors.push("name", message);
+            FormErrors::from_fields(&errors)
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let page = PolicyFormPage {
+        chrome: signed_in.chrome("apps"),
+        app,
+        editing: None,
+        form,
+        errors,
+    };
+    rerender(&page, StatusCode::UNPROCESSABLE_ENTITY)
+}
+
+pub async fn edit(
+    state: web::Data<AppState>,
+    signed_in: SignedIn,
+    name: web::Path<String>,
+) -> Result<HttpResponse, ConsoleError> {
+    let (policy, app) = editable_policy(&state, &signed_in, &name).await?;
+    render(&PolicyFormPage {
+        chrome: signed_in.chrome("apps"),
+        form: PolicyForm::of(&policy),
+        editing: Some(policy.name),
+        app,
+        errors: FormErrors::default(),
+    })
+}
+
+pub async fn update(
+    state: web::Data<AppState>,
+    signed_in: SignedIn,
+    name: web::Path<String>,
+    form: web::Form<PolicyForm>,
+) -> Result<HttpResponse, ConsoleError> {
+    signed_in.check_csrf(&form.csrf)?;
+    let (current, app) = editable_policy(&state, &signed_in, &name).await?;
+    let mut form = form.into_inner();
+    let result = match form.to_input(Some(&current)) {
+        Ok(input) => {
+            state
+                .admin
+                .update_policy(&signed_in.actor, &name, input)
+                .await
+        }
+        Err(errors) => Err(AdminError::Invalid(errors)),
+    };
+    let (errors, status) = match result {
+        Ok(saved) => {
+            return Ok(see_other(&format!(
+                "/apps/{}?done=policy-updated",
+                saved.owner_app
+            )));
+        }
+        Err(AdminError::Invalid(errors)) => (
+            FormErrors::from_fields(&errors),
+            StatusCode::UNPROCESSABLE_ENTITY,
+        ),
+        Err(AdminError::VersionConflict { .. }) => {
+            let theirs = state.admin.get_policy(&signed_in.actor, &name).await?;
+            let message = format!(
+                "Someone else changed this policy while you edited it (it is now version {}: \
+                 {}, max {} permits, allowed apps {}, failure mode {}, {}). Your changes are \
+                 still in the form below and were not saved; save again to replace theirs.",
+                theirs.version,
+                readable_rate(theirs.rate),
+                theirs.max_permits,
+                theirs.allowed_apps.join(", "),
+                theirs.failure_mode.as_str(),
+                if theirs.enabled {
+                    "enabled"
+                } else {
+                    "disabled"
+                },
+            );
+            // Saving again now is a deliberate choice made with their change in view.
+            form.version = theirs.version.to_string();
+            (FormErrors::general(message), StatusCode::CONFLICT)
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let page = PolicyFormPage {
+        chrome: signed_in.chrome("apps"),
+        app,
+        editing: Some(current.name),
+        form,
+        errors,
+    };
+    rerender(&page, status)
+}
+
+#[derive(Template)]
+#[template(path = "policies/delete.html")]
+struct DeletePage {
+    chrome: Chrome,
+    policy: PolicyView,
+    rate: String,
+}
+
+pub async fn confirm_delete(
+    state: web::Data<AppState>,
+    signed_in: SignedIn,
+    name: web::Path<String>,
+) -> Result<HttpResponse, ConsoleError> {
+    let (policy, _) = editable_policy(&state, &signed_in, &name).await?;
+    render(&DeletePage {
+        chrome: signed_in.chrome("apps"),
+        rate: readable_rate(policy.rate),
+        policy,
+    })
+}
+
+pub async fn delete(
+    state: web::Data<AppState>,
+    signed_in: SignedIn,
+    name: web::Path<String>,
+    form: web::Form<CsrfForm>,
+) -> Result<HttpResponse, ConsoleError> {
+    signed_in.check_csrf(&form.csrf)?;
+    let policy = state.admin.get_policy(&signed_in.actor, &name).await?;
+    state.admin.delete_policy(&signed_in.actor, &name).await?;
+    Ok(see_other(&format!(
+        "/apps/{}?done=policy-deleted",
+        policy.owner_app
+    )))
+}

@@ -1,0 +1,110 @@
+//! The signed-in user of a console request, from the session cookie, and the cookies
+//! themselves. A session is a row in SQL (see `store::sessions`), so every instance
+//! knows it and signing out ends it everywhere.
+
+use std::future::Future;
+use std::pin::Pin;
+
+use actix_web::cookie::{Cookie, SameSite, time::Duration};
+use actix_web::{FromRequest, HttpRequest, dev::Payload, web};
+
+use super::error::ConsoleError;
+use super::page::{Chrome, ChromeUser};
+use crate::api::AppState;
+use crate::auth::Actor;
+
+pub const SESSION_COOKIE: &str = "rk_session";
+
+/// A signed-in user with a live session.
+pub struct SignedIn {
+    pub actor: Actor,
+    /// The session's CSRF token: every form carries it, every POST must match it.
+    pub csrf: String,
+    /// The session cookie's token (to keep this session when others are ended).
+    pub token: String,
+}
+
+impl SignedIn {
+    pub fn chrome(&self, section: &'static str) -> Chrome {
+        Chrome {
+            user: Some(ChromeUser {
+                name: self.actor.name.clone(),
+                is_admin: self.actor.is_admin,
+                csrf: self.csrf.clone(),
+            }),
+            section,
+            notice: None,
+        }
+    }
+
+    /// Refuses a form whose CSRF token is not this session's.
+    pub fn check_csrf(&self, presented: &str) -> Result<(), ConsoleError> {
+        if constant_time_eq(presented.as_bytes(), self.csrf.as_bytes()) {
+            Ok(())
+        } else {
+            Err(ConsoleError::Csrf)
+        }
+    }
+}
+
+/// Equal-length comparison that looks at every byte, so timing reveals no prefix.
+pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+impl FromRequest for SignedIn {
+    type Error = ConsoleError;
+    type Future = Pin<Box<dyn Future<Output = Result<Self, Self::Error>>>>;
+
+    fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
+        let state = req.app_data::<web::Data<AppState>>().cloned();
+        let token = req.cookie(SESSION_COOKIE).map(|c| c.value().to_owned());
+        // Back to the page asked for after signing in, for GETs; a POST's page is gone.
+        let next = if req.method() == actix_web::http::Method::GET {
+            req.uri()
+                .path_and_query()
+                .map_or("/apps".to_owned(), |pq| pq.as_str().to_owned())
+        } else {
+            "/apps".to_owned()
+        };
+        Box::pin(async move {
+            let state = state.ok_or_else(|| anyhow::anyhow!("app state missing"))?;
+            let sign_in = || ConsoleError::SignInRequired { next: next.clone() };
+            let token = token.ok_or_else(sign_in)?;
+            let session = state.admin.session(&token).await?.ok_or_else(sign_in)?;
+            Ok(SignedIn {
+                actor: Actor::from_user(&session.user),
+                csrf: session.csrf_token,
+                token,
+            })
+        })
+    }
+}
+
+/// Whether the browser reached us over TLS (directly, or through a proxy that says so
+/// with `Forwarded` / `X-Forwarded-Proto`): then cookies are marked Secure.
+pub fn over_tls(req: &HttpRequest) -> bool {
+    req.connection_info().scheme() == "https"
+}
+
+/// A console cookie: HttpOnly (no script reads it), SameSite=Lax (not sent on another
+/// site's POST), Secure over TLS, for the whole site.
+pub fn cookie(
+    req: &HttpRequest,
+    name: &'static str,
+    value: String,
+    max_age: Duration,
+) -> Cookie<'static> {
+    Cookie::build(name, value)
+        .path("/")
+        .http_only(true)
+        .same_site(SameSite::Lax)
+        .secure(over_tls(req))
+        .max_age(max_age)
+        .finish()
+}
+
+/// A cookie that tells the browser to forget `name`.
+pub fn removal(req: &HttpRequest, name: &'static str) -> Cookie<'static> {
+    cookie(req, name, String::new(), Duration::ZERO)
+}

@@ -1,0 +1,127 @@
+// ratekeeper console: progressive enhancement only. Every page works without it; with
+// it, the policies table shows live state and a small chart, copy buttons copy, and
+// destructive forms ask first. All text goes in through textContent (never innerHTML).
+(function () {
+  'use strict';
+  var SVG = 'http://www.w3.org/2000/svg';
+  var REFRESH_MS = 2000;
+
+  function el(name, attrs) {
+    var node = document.createElementNS(SVG, name);
+    Object.keys(attrs).forEach(function (k) { node.setAttribute(k, attrs[k]); });
+    return node;
+  }
+
+  // Stacked bars per minute: granted (green) under denied (red).
+  function chart(activity) {
+    var w = 8, gap = 2, h = 28;
+    var max = 1;
+    activity.forEach(function (m) { max = Math.max(max, m.granted + m.denied); });
+    var svg = el('svg', { class: 'chart', width: activity.length * (w + gap), height: h + 1, role: 'img' });
+    var granted = 0, denied = 0;
+    activity.forEach(function (m, i) {
+      granted += m.granted; denied += m.denied;
+      var gh = Math.round(m.granted / max * h), dh = Math.round(m.denied / max * h);
+      var x = i * (w + gap);
+      var minute = new Date(m.minute * 60000);
+      var label = minute.toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' }) +
+        ': ' + m.granted + ' granted, ' + m.denied + ' denied';
+      var g = el('g', {});
+      var title = el('title', {}); title.textContent = label; g.appendChild(title);
+      g.appendChild(el('rect', { class: 'g', x: x, y: h - gh, width: w, height: gh }));
+      g.appendChild(el('rect', { class: 'd', x: x, y: h - gh - dh, width: w, height: dh }));
+      svg.appendChild(g);
+    });
+    svg.appendChild(el('line', { class: 'base', x1: 0, y1: h + 0.5, x2: activity.length * (w + gap), y2: h + 0.5 }));
+    svg.setAttribute('aria-label', 'Last ' + activity.length + ' minutes: ' + granted + ' granted, ' + denied + ' denied');
+    return { svg: svg, text: granted + ' granted, ' + denied + ' denied' };
+  }
+
+  function setText(row, col, text) {
+    var cell = row.querySelector('[data-col="' + col + '"]');
+    if (cell && cell.textContent !== text) { cell.textContent = text; }
+  }
+
+  function startLive(section) {
+    var url = section.getAttribute('data-live-url');
+    var status = document.getElementById('live-status');
+    var timer = null;
+    function refresh() {
+      if (document.hidden) { schedule(); return; }
+      fetch(url, { credentials: 'same-origin', headers: { Accept: 'application/json' } })
+        .then(function (r) {
+          if (r.status === 303 || r.redirected || r.status === 401) { throw new Error('signed out'); }
+          if (!r.ok) { throw new Error('HTTP ' + r.status); }
+          return r.json();
+        })
+        .then(function (data) {
+          data.policies.forEach(function (p) {
+            var row = section.querySelector('tr[data-policy="' + CSS.escape(p.name) + '"]');
+            if (!row) { return; }
+            setText(row, 'current', p.current === null ? '–' : p.current);
+            setText(row, 'full-in', p.full_in === null ? '–' : p.full_in);
+            var cell = row.querySelector('[data-col="activity"]');
+            if (cell) {
+              var c = chart(p.activity);
+              cell.replaceChildren(c.svg);
+              var text = document.createElement('span');
+              text.className = 'sr-only activity-text';
+              text.textContent = c.text;
+              cell.appendChild(text);
+            }
+          });
+          if (status) { status.removeAttribute('data-error'); }
+          schedule();
+        })
+        .catch(function (e) {
+          if (status) {
+            status.setAttribute('data-error', '1');
+            status.textContent = 'Live state unavailable (' + e.message + '); reload the page.';
+          }
+          if (e.message !== 'signed out') { schedule(); }
+        });
+    }
+    function schedule() { clearTimeout(timer); timer = setTimeout(refresh, REFRESH_MS); }
+    refresh();
+  }
+
+  function copyButtons() {
+    document.querySelectorAll('[data-copy]').forEach(function (button) {
+      button.addEventListener('click', function () {
+        var source = document.querySelector(button.getAttribute('data-copy'));
+        if (!source) { return; }
+        var text = source.textContent.trim();
+        var done = function () { button.textContent = 'Copied'; };
+        if (navigator.clipboard && window.isSecureContext) {
+          navigator.clipboard.writeText(text).then(done, function () { selectText(source); });
+        } else {
+          selectText(source);
+          try { if (document.execCommand('copy')) { done(); } } catch (e) { /* selected for manual copy */ }
+        }
+      });
+    });
+  }
+
+  function selectText(node) {
+    var range = document.createRange();
+    range.selectNodeContents(node);
+    var sel = window.getSelection();
+    sel.removeAllRanges();
+    sel.addRange(range);
+  }
+
+  function confirmForms() {
+    document.querySelectorAll('form[data-confirm]').forEach(function (form) {
+      form.addEventListener('submit', function (event) {
+        if (!window.confirm(form.getAttribute('data-confirm'))) { event.preventDefault(); }
+      });
+    });
+  }
+
+  document.addEventListener('DOMContentLoaded', function () {
+    var live = document.querySelector('[data-live-url]');
+    if (live && live.querySelector('tr[data-policy]')) { startLive(live); }
+    copyButtons();
+    confirmForms();
+  });
+})();
