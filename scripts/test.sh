@@ -46,10 +46,7 @@ cargo test --all-targets "$@"
 step "fuzz both APIs from their OpenAPI document (schemathesis): no 5xx"
 scripts/fuzz.sh
 
-# ---------------------------------------------------------------------------
-# BROWSER TESTS GO HERE (not written yet).
-# When a browser test directory exists, run it from this spot, after the Rust
-# tests. Use Debian's /usr/bin/chromium (never `playwright install`).
-# ---------------------------------------------------------------------------
+step "browser tests of the console (headless Chromium): scripts/e2e.sh"
+scripts/e2e.sh
 
 step "all tests passed"

@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# Browser tests of the web console (e2e/): headless Debian Chromium driven by
+# playwright-core, against the real server (debug build) on a free loopback port, with a
+# SQLite database in a temp dir and a Redis key prefix of its own.
+#   scripts/e2e.sh                             # everything
+#   scripts/e2e.sh --test-name-pattern=viewer  # extra arguments go to `node --test`
+# Installs chromium (apt-get, as root) and the npm packages (npm ci) when missing; never
+# runs `playwright install`. Screenshots land in e2e/screenshots/ (not committed).
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+# cargo may not be on a non-login shell's PATH.
+if ! command -v cargo >/dev/null 2>&1 && [[ -f "$HOME/.cargo/env" ]]; then
+    # shellcheck disable=SC1091
+    . "$HOME/.cargo/env"
+fi
+export PATH="$PATH:/usr/local/sbin:/usr/sbin:/sbin"
+export DEBIAN_FRONTEND=noninteractive
+
+say() { printf 'e2e: %s\n' "$*"; }
+die() {
+    printf 'e2e: ERROR: %s\n' "$*" >&2
+    exit 1
+}
+
+CHROMIUM="${RK_E2E_CHROMIUM:-/usr/bin/chromium}"
+export RK_E2E_CHROMIUM="$CHROMIUM"
+
+# ---------------------------------------------------------------- chromium (apt)
+if [[ ! -x $CHROMIUM ]]; then
+    [[ $(id -u) -eq 0 ]] ||
+        die "no $CHROMIUM and not root: apt-get install -y chromium chromium-driver as root"
+    say "installing chromium and chromium-driver with apt-get"
+    log="$(mktemp)"
+    if ! { apt-get -q update && apt-get -q install -y chromium chromium-driver; } </dev/null >"$log" 2>&1; then
+        tail -n 30 "$log" >&2
+        rm -f "$log"
+        die "apt-get install chromium chromium-driver failed"
+    fi
+    rm -f "$log"
+    [[ -x $CHROMIUM ]] || die "still no $CHROMIUM after apt-get install chromium"
+fi
+say "browser: $("$CHROMIUM" --version 2>/dev/null | head -n 1) ($CHROMIUM)"
+
+# ---------------------------------------------------------------- node and npm packages
+command -v node >/dev/null 2>&1 || die "node not found (Node 20 or later is needed)"
+command -v npm >/dev/null 2>&1 || die "npm not found"
+node_major="$(node -p 'process.versions.node.split(".")[0]')"
+((node_major >= 20)) || die "node $(node --version) is too old: playwright-core needs Node 20 or later"
+if [[ -f e2e/package-lock.json ]]; then
+    npm ci --prefix e2e --no-audit --no-fund --loglevel=error </dev/null
+else
+    npm install --prefix e2e --no-audit --no-fund --loglevel=error </dev/null
+fi
+
+# ---------------------------------------------------------------- Redis and the server
+RK_SERVICES=redis scripts/services.sh
+say "cargo build --bin ratekeeper"
+cargo build --bin ratekeeper
+target_dir="${CARGO_TARGET_DIR:-target}"
+RK_E2E_BIN="$(cd "$target_dir" && pwd)/debug/ratekeeper"
+export RK_E2E_BIN
+[[ -x $RK_E2E_BIN ]] || die "no server binary at $RK_E2E_BIN after cargo build"
+# Where the server finds Redis: the test suite's setting, when exported.
+if [[ -n ${RK_TEST_REDIS_URL:-} ]]; then
+    export RK_E2E_REDIS_URL="${RK_E2E_REDIS_URL:-$RK_TEST_REDIS_URL}"
+fi
+
+# ---------------------------------------------------------------- the tests
+shopt -s nullglob
+tests=(e2e/*.test.mjs)
+((${#tests[@]})) || die "no e2e/*.test.mjs"
+say "node --test ${tests[*]}"
+exec node --test --test-concurrency=1 --test-reporter=spec "$@" "${tests[@]}"
