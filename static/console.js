@@ -65,7 +65,7 @@
               var c = chart(p.activity);
               cell.replaceChildren(c.svg);
               var text = document.createElement('span');
-              text.className = 'sr-only activity-text';
+              text.className = 'activity-text';
               text.textContent = c.text;
               cell.appendChild(text);
             }
