@@ -91,8 +91,24 @@ pub async fn list(
         page,
         per_page: PAGE_SIZE,
     };
-    let events: Vec<AuditView> = state.admin.list_audit(&signed_in.actor, filter).await?;
-    let has_next = events.len() == PAGE_SIZE as usize;
+    let events: Vec<AuditView> = state
+        .admin
+        .list_audit(&signed_in.actor, filter.clone())
+        .await?;
+    // Is there an event after this page? Asked as a page of one: the event just after.
+    let has_next = events.len() == PAGE_SIZE as usize
+        && !state
+            .admin
+            .list_audit(
+                &signed_in.actor,
+                AuditFilter {
+                    page: page * PAGE_SIZE + 1,
+                    per_page: 1,
+                    ..filter
+                },
+            )
+            .await?
+            .is_empty();
     let rows = events
         .into_iter()
         .map(|e| AuditRow {

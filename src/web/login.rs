@@ -50,7 +50,16 @@ pub struct LoginForm {
 /// open redirect.
 fn safe_next(next: Option<&str>) -> String {
     match next {
-        Some(n) if n.starts_with('/') && !n.starts_with("//") && !n.contains('\\') => n.to_owned(),
+        // Visible ASCII only: browsers drop tabs and line breaks from URLs ("/\t/evil"
+        // becomes "//evil"), and a Location header cannot hold them.
+        Some(n)
+            if n.starts_with('/')
+                && !n.starts_with("//")
+                && !n.contains('\\')
+                && n.chars().all(|c| c.is_ascii_graphic()) =>
+        {
+            n.to_owned()
+        }
         _ => "/apps".to_owned(),
     }
 }

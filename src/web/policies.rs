@@ -90,7 +90,7 @@ impl PolicyForm {
         ) {
             (Ok(amount), Some(seconds)) if amount.is_finite() => Some(amount / seconds),
             (Ok(_), None) => {
-                errors.push("rate_unit", "must be second, minute or hour");
+                errors.push("rate_unit", "must be second, minute, hour or day");
                 None
             }
             _ => {

@@ -301,7 +301,7 @@ async fn health_metrics_and_openapi_answer() {
 
     let r = app
         .client
-        .get(app.url("/no/such/page"))
+        .get(app.url("/api/v1/no/such/page"))
         .send()
         .await
         .unwrap();

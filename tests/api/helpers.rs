@@ -437,3 +437,512 @@ macro_rules! on_every_backend {
         }
     };
 }
+
+// ---------------------------------------------------------------------------------------
+// The web console, as a browser uses it
+// ---------------------------------------------------------------------------------------
+
+/// The password `create_user` (and the bootstrap admin) are given.
+pub const PASSWORD: &str = "a long password";
+
+/// One answer of the console, as the browser received it (redirects are not followed).
+pub struct Page {
+    pub status: StatusCode,
+    pub headers: reqwest::header::HeaderMap,
+    pub body: String,
+}
+
+impl Page {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).map(|v| v.to_str().unwrap())
+    }
+
+    pub fn location(&self) -> Option<&str> {
+        self.header("location")
+    }
+
+    /// Asserts a `303 See Other` to `location`.
+    #[track_caller]
+    pub fn assert_redirect(&self, location: &str) {
+        assert_eq!(
+            (self.status, self.location()),
+            (StatusCode::SEE_OTHER, Some(location)),
+            "expected a redirect to {location}; body: {}",
+            self.body
+        );
+    }
+
+    /// Asserts the status, showing the body when it is wrong.
+    #[track_caller]
+    pub fn assert_status(&self, status: StatusCode) -> &Self {
+        assert_eq!(
+            self.status, status,
+            "unexpected status; body: {}",
+            self.body
+        );
+        self
+    }
+
+    pub fn has(&self, needle: &str) -> bool {
+        self.body.contains(needle)
+    }
+
+    /// The whole `Set-Cookie` header that sets cookie `name`.
+    pub fn set_cookie(&self, name: &str) -> Option<String> {
+        self.headers
+            .get_all("set-cookie")
+            .iter()
+            .map(|v| v.to_str().unwrap().to_owned())
+            .find(|c| c.split('=').next() == Some(name))
+    }
+
+    /// The text of the first element with `role="alert"`.
+    pub fn alert(&self) -> Option<String> {
+        let at = self.body.find("role=\"alert\"")?;
+        let rest = &self.body[at..];
+        let start = rest.find('>')? + 1;
+        let end = rest[start..].find("</")? + start;
+        Some(html_unescape(&rest[start..end]))
+    }
+
+    /// The fields the form posting to `action` sends as it stands, as a browser sends
+    /// them: text inputs and textareas with their values, checked checkboxes, the selected
+    /// (or else the first) option of each select.
+    #[track_caller]
+    pub fn form(&self, action: &str) -> Vec<(String, String)> {
+        let html = form_html(&self.body, action)
+            .unwrap_or_else(|| panic!("no form posting to {action}; body: {}", self.body));
+        form_fields(html)
+    }
+
+    /// The value the form posting to `action` sends for `field`.
+    #[track_caller]
+    pub fn field(&self, action: &str, field: &str) -> Option<String> {
+        self.form(action)
+            .into_iter()
+            .find(|(name, _)| name == field)
+            .map(|(_, value)| value)
+    }
+
+    /// The opening tags of every `<form>` of the page.
+    pub fn form_tags(&self) -> Vec<String> {
+        self.body
+            .match_indices("<form")
+            .map(|(i, _)| {
+                let end = self.body[i..].find('>').unwrap() + i;
+                self.body[i..=end].to_owned()
+            })
+            .collect()
+    }
+
+    /// The page's session CSRF token (every signed-in page has it in the sign-out form).
+    pub fn csrf(&self) -> Option<String> {
+        let at = self.body.find("name=\"csrf\" value=\"")? + "name=\"csrf\" value=\"".len();
+        let end = self.body[at..].find('"')? + at;
+        Some(html_unescape(&self.body[at..end]))
+    }
+
+    pub fn json(&self) -> Value {
+        serde_json::from_str(&self.body).unwrap_or_else(|e| panic!("not JSON ({e}): {}", self.body))
+    }
+}
+
+/// The HTML of the first form whose action is `action`.
+fn form_html<'a>(body: &'a str, action: &str) -> Option<&'a str> {
+    body.match_indices("<form").find_map(|(i, _)| {
+        let open_end = body[i..].find('>')? + i;
+        let attrs = tag_attributes(&body[i + "<form".len()..open_end]);
+        let matches = attrs
+            .iter()
+            .any(|(k, v)| k == "action" && v.as_deref() == Some(action));
+        let end = body[i..].find("</form>")? + i;
+        matches.then(|| &body[i..end])
+    })
+}
+
+/// `name="value"` and bare attributes of a tag (the text between its name and `>`).
+fn tag_attributes(tag: &str) -> Vec<(String, Option<String>)> {
+    let mut attrs = Vec::new();
+    let mut rest = tag.trim_start();
+    while !rest.is_empty() && !rest.starts_with('>') && !rest.starts_with('/') {
+        let name_end = rest
+            .find(|c: char| c == '=' || c.is_whitespace() || c == '>')
+            .unwrap_or(rest.len());
+        let name = rest[..name_end].to_ascii_lowercase();
+        rest = &rest[name_end..];
+        if let Some(after_eq) = rest.strip_prefix('=') {
+            let (value, after) = if let Some(quoted) = after_eq.strip_prefix('"') {
+                let end = quoted.find('"').unwrap_or(quoted.len());
+                (&quoted[..end], &quoted[(end + 1).min(quoted.len())..])
+            } else {
+                let end = after_eq
+                    .find(|c: char| c.is_whitespace() || c == '>')
+                    .unwrap_or(after_eq.len());
+                (&after_eq[..end], &after_eq[end..])
+            };
+            attrs.push((name, Some(html_unescape(value))));
+            rest = after;
+        } else {
+            attrs.push((name, None));
+        }
+        rest = rest.trim_start();
+    }
+    attrs
+}
+
+fn attribute<'a>(attrs: &'a [(String, Option<String>)], name: &str) -> Option<&'a str> {
+    attrs
+        .iter()
+        .find(|(k, _)| k == name)
+        .map(|(_, v)| v.as_deref().unwrap_or(""))
+}
+
+/// What a browser submits for this form's HTML.
+fn form_fields(html: &str) -> Vec<(String, String)> {
+    let mut fields = Vec::new();
+    let mut at = 0;
+    while let Some(offset) = html[at..].find('<') {
+        let start = at + offset;
+        let tag_end = match html[start..].find('>') {
+            Some(e) => start + e,
+            None => break,
+        };
+        let tag = &html[start + 1..tag_end];
+        let kind = tag
+            .split(|c: char| c.is_whitespace())
+            .next()
+            .unwrap_or("")
+            .to_ascii_lowercase();
+        let attrs = tag_attributes(&tag[kind.len()..]);
+        let name = attribute(&attrs, "name").map(str::to_owned);
+        at = tag_end + 1;
+        match (kind.as_str(), name) {
+            ("input", Some(name)) => {
+                let value = attribute(&attrs, "value").unwrap_or("").to_owned();
+                match attribute(&attrs, "type").unwrap_or("text") {
+                    "checkbox" | "radio" => {
+                        if attribute(&attrs, "checked").is_some() {
+                            let value = attribute(&attrs, "value").unwrap_or("on").to_owned();
+                            fields.push((name, value));
+                        }
+                    }
+                    "submit" | "button" | "reset" | "image" => {}
+                    _ => fields.push((name, value)),
+                }
+            }
+            ("textarea", Some(name)) => {
+                let end = html[at..]
+                    .find("</textarea>")
+                    .map_or(html.len(), |e| at + e);
+                let text = html[at..end].strip_prefix('\n').unwrap_or(&html[at..end]);
+                fields.push((name, html_unescape(text)));
+                at = end;
+            }
+            ("select", Some(name)) => {
+                let end = html[at..].find("</select>").map_or(html.len(), |e| at + e);
+                let options: Vec<Vec<(String, Option<String>)>> = html[at..end]
+                    .match_indices("<option")
+                    .map(|(i, _)| {
+                        let o = at + i + "<option".len();
+                        let close = html[o..].find('>').map_or(end, |e| o + e);
+                        tag_attributes(&html[o..close])
+                    })
+                    .collect();
+                let chosen = options
+                    .iter()
+                    .find(|o| attribute(o, "selected").is_some())
+                    .or(options.first());
+                if let Some(option) = chosen {
+                    fields.push((name, attribute(option, "value").unwrap_or("").to_owned()));
+                }
+                at = end;
+            }
+            _ => {}
+        }
+    }
+    fields
+}
+
+/// Undoes HTML escaping: named entities askama and browsers use, and numeric ones.
+pub fn html_unescape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut rest = s;
+    while let Some(amp) = rest.find('&') {
+        out.push_str(&rest[..amp]);
+        rest = &rest[amp..];
+        let Some(semi) = rest.find(';').filter(|&i| i <= 10) else {
+            out.push('&');
+            rest = &rest[1..];
+            continue;
+        };
+        let entity = &rest[1..semi];
+        let decoded = match entity {
+            "amp" => Some('&'),
+            "lt" => Some('<'),
+            "gt" => Some('>'),
+            "quot" => Some('"'),
+            "apos" => Some('\''),
+            _ => entity
+                .strip_prefix("#x")
+                .or_else(|| entity.strip_prefix("#X"))
+                .and_then(|h| u32::from_str_radix(h, 16).ok())
+                .or_else(|| entity.strip_prefix('#').and_then(|d| d.parse().ok()))
+                .and_then(char::from_u32),
+        };
+        match decoded {
+            Some(c) => {
+                out.push(c);
+                rest = &rest[semi + 1..];
+            }
+            None => {
+                out.push('&');
+                rest = &rest[1..];
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// `application/x-www-form-urlencoded`, as a browser encodes a form.
+pub fn form_encode<K: AsRef<str>, V: AsRef<str>>(fields: &[(K, V)]) -> String {
+    fields
+        .iter()
+        .map(|(k, v)| {
+            format!(
+                "{}={}",
+                percent_encode(k.as_ref()),
+                percent_encode(v.as_ref())
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("&")
+}
+
+/// Percent-encodes everything but unreserved characters.
+pub fn percent_encode(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+/// A browser on the console: a cookie jar of its own, redirects not followed, and the
+/// signed-in session's CSRF token added to the forms it posts.
+#[derive(Clone)]
+pub struct Browser {
+    address: String,
+    client: reqwest::Client,
+    cookies: std::collections::BTreeMap<String, String>,
+    /// The session's CSRF token, once a page showed it.
+    csrf: Option<String>,
+    /// Sends `X-Forwarded-Proto: https`, as a TLS-terminating proxy in front would.
+    pub behind_tls: bool,
+}
+
+impl TestApp {
+    /// A browser that has not signed in.
+    pub fn browser(&self) -> Browser {
+        Browser {
+            address: self.address.clone(),
+            client: reqwest::Client::builder()
+                .redirect(reqwest::redirect::Policy::none())
+                .build()
+                .unwrap(),
+            cookies: Default::default(),
+            csrf: None,
+            behind_tls: false,
+        }
+    }
+
+    /// A browser signed in as `username` with the test password.
+    pub async fn sign_in(&self, username: &str) -> Browser {
+        self.sign_in_with(username, PASSWORD).await
+    }
+
+    /// A browser signed in as the bootstrap admin. Its first password is random (printed
+    /// once at start), so it is set to the test password first, as an operator would.
+    pub async fn sign_in_as_admin(&self) -> Browser {
+        self.core()
+            .await
+            .admin
+            .reset_password(&Actor::operator(), "admin", SecretString::from(PASSWORD))
+            .await
+            .expect("the admin's password is set");
+        self.sign_in("admin").await
+    }
+
+    pub async fn sign_in_with(&self, username: &str, password: &str) -> Browser {
+        let mut browser = self.browser();
+        let page = browser.try_sign_in(username, password).await;
+        page.assert_redirect("/apps");
+        browser
+    }
+
+    /// Every audit event, counted as the admin sees them.
+    pub async fn audit_count(&self) -> usize {
+        let mut count = 0;
+        for page in 1.. {
+            let events = self.audit(&format!("?page={page}")).await.len();
+            count += events;
+            if events < 50 {
+                break;
+            }
+        }
+        count
+    }
+}
+
+impl Browser {
+    pub fn cookie(&self, name: &str) -> Option<&str> {
+        self.cookies.get(name).map(String::as_str)
+    }
+
+    /// Puts a cookie in the jar, as if another page (or an attacker) had set it.
+    pub fn set_cookie(&mut self, name: &str, value: &str) {
+        self.cookies.insert(name.to_owned(), value.to_owned());
+    }
+
+    pub fn forget_cookie(&mut self, name: &str) {
+        self.cookies.remove(name);
+    }
+
+    async fn send(&mut self, request: reqwest::RequestBuilder) -> Page {
+        let mut request = request;
+        if !self.cookies.is_empty() {
+            let header = self
+                .cookies
+                .iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect::<Vec<_>>()
+                .join("; ");
+            request = request.header("cookie", header);
+        }
+        if self.behind_tls {
+            request = request.header("x-forwarded-proto", "https");
+        }
+        let response = request.send().await.expect("request sent");
+        for set in response.headers().get_all("set-cookie") {
+            let set = set.to_str().unwrap();
+            let pair = set.split(';').next().unwrap();
+            let (name, value) = pair.split_once('=').unwrap();
+            let expired = set.to_ascii_lowercase().contains("max-age=0");
+            if expired || value.is_empty() {
+                self.cookies.remove(name.trim());
+            } else {
+                self.cookies
+                    .insert(name.trim().to_owned(), value.trim().to_owned());
+            }
+        }
+        let page = Page {
+            status: response.status(),
+            headers: response.headers().clone(),
+            body: response.text().await.unwrap(),
+        };
+        if let Some(csrf) = page.csrf()
+            && page.status.is_success()
+            && page.has("id=\"logout\"")
+        {
+            self.csrf = Some(csrf);
+        }
+        page
+    }
+
+    pub async fn get(&mut self, path: &str) -> Page {
+        let request = self.client.get(format!("{}{path}", self.address));
+        self.send(request).await
+    }
+
+    /// POSTs exactly these fields (nothing added).
+    pub async fn post_raw<K: AsRef<str>, V: AsRef<str>>(
+        &mut self,
+        path: &str,
+        fields: &[(K, V)],
+    ) -> Page {
+        let request = self
+            .client
+            .post(format!("{}{path}", self.address))
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(form_encode(fields));
+        self.send(request).await
+    }
+
+    /// The session's CSRF token, read from a page when not known yet.
+    pub async fn session_csrf(&mut self) -> String {
+        if self.csrf.is_none() {
+            self.get("/account").await.assert_status(StatusCode::OK);
+        }
+        self.csrf
+            .clone()
+            .expect("a signed-in page shows the CSRF token")
+    }
+
+    /// POSTs a form with the session's CSRF token, as the console's own forms do.
+    pub async fn post_form(&mut self, path: &str, fields: &[(&str, &str)]) -> Page {
+        let csrf = self.session_csrf().await;
+        self.post_with_csrf(path, fields, Some(&csrf)).await
+    }
+
+    /// POSTs a form with this CSRF token, or with none: a forged or stale form.
+    pub async fn post_with_csrf(
+        &mut self,
+        path: &str,
+        fields: &[(&str, &str)],
+        csrf: Option<&str>,
+    ) -> Page {
+        let mut all: Vec<(&str, &str)> = fields.to_vec();
+        if let Some(csrf) = csrf {
+            all.push(("csrf", csrf));
+        }
+        self.post_raw(path, &all).await
+    }
+
+    /// Submits the form of `page` that posts to `action`, as the browser would, with
+    /// `changes` typed into it.
+    pub async fn submit(&mut self, page: &Page, action: &str, changes: &[(&str, &str)]) -> Page {
+        let mut fields = page.form(action);
+        for (name, value) in changes {
+            match fields.iter_mut().find(|(n, _)| n == name) {
+                Some(field) => field.1 = (*value).to_owned(),
+                None => fields.push(((*name).to_owned(), (*value).to_owned())),
+            }
+        }
+        self.post_raw(action, &fields).await
+    }
+
+    /// Fills in and sends the sign-in form; the answer to the POST.
+    pub async fn try_sign_in(&mut self, username: &str, password: &str) -> Page {
+        let form = self.get("/login").await;
+        form.assert_status(StatusCode::OK);
+        let page = self
+            .submit(
+                &form,
+                "/login",
+                &[("username", username), ("password", password)],
+            )
+            .await;
+        if page.status == StatusCode::SEE_OTHER {
+            self.csrf = None;
+        }
+        page
+    }
+
+    /// Whether the browser's session still works: a page behind sign-in answers 200, or
+    /// 303 to the sign-in page.
+    pub async fn is_signed_in(&mut self) -> bool {
+        let page = self.get("/account").await;
+        match page.status {
+            StatusCode::OK => true,
+            StatusCode::SEE_OTHER => {
+                assert!(page.location().unwrap().starts_with("/login"));
+                false
+            }
+            other => panic!("GET /account answered {other}: {}", page.body),
+        }
+    }
+}

@@ -6,6 +6,7 @@ mod helpers;
 mod acquire;
 mod admin_api;
 mod cli;
+mod console;
 mod lua_token_bucket;
 mod operations;
 mod store;
