@@ -1,43 +1,113 @@
--- Writes one policy's configuration into its hash, never its bucket unless it must.
+-- Writes one policy's configuration into its hash, never its state unless it must.
 --
 -- KEYS[1]  the policy's hash, <prefix>:{<policy name>}
+-- KEYS[2..] optional: the policy's state keys, <prefix>:{<policy name>}:fw, :log, :sw,
+--          :leases (any subset, any order; all of them are deleted when the state is reset)
 -- ARGV[1]  created_ms: when this incarnation of the policy was created (a policy deleted
 --          and created again under the same name is a new incarnation)
 -- ARGV[2]  version   ARGV[3] max_permits   ARGV[4] rate   ARGV[5] apps (",a,b,")
 -- ARGV[6]  enabled ("1"/"0")
+-- ARGV[7]  optional algorithm: token_bucket | fixed_window | sliding_log | sliding_window |
+--          concurrency | gcra. Absent or "" means token_bucket (and the field is removed:
+--          a missing field means token_bucket to every script).
+-- ARGV[8]  optional window_ms (integer >= 1); absent or "" leaves the field as it is.
+--          Required (here or already in the hash) by fixed_window, sliding_log and
+--          sliding_window.
+-- ARGV[9]  optional lease_ttl_ms (integer >= 1); absent or "" leaves the field as it is.
+--          Required (here or already in the hash) by concurrency.
 --
 -- Reply: 1 written; 0 nothing to do (same config already there, or a newer one: an
 -- instance with an older view never overwrites a newer one, so instances do not fight).
+-- An invalid algorithm, window_ms or lease_ttl_ms is an error reply, and nothing is written.
 --
--- The bucket state (curr_permits, last_mill_second) is only touched when the rate changes
--- (the tokens earned so far are settled at the old rate first) or max_permits is lowered
--- below it (clamped). An unrelated update never refills a bucket, unlike the seed's init.
+-- State is discarded (hash fields curr_permits, last_mill_second, tat, sw_start, sw_curr,
+-- sw_prev, and every key in KEYS[2..]) when the policy is a new incarnation, when its
+-- algorithm changes, or when window_ms changes for a windowed algorithm. Otherwise the
+-- token bucket (curr_permits, last_mill_second) is only touched when the rate changes (the
+-- tokens earned so far are settled at the old rate first) or max_permits is lowered below
+-- it (clamped). An unrelated update never refills a bucket, unlike the seed's init. Other
+-- algorithms keep their state across config changes (a lowered max_permits denies until
+-- enough usage has aged out; a changed lease_ttl_ms applies to new leases).
 local key = KEYS[1]
 local created = tonumber(ARGV[1])
 local version = tonumber(ARGV[2])
 local max_permits = tonumber(ARGV[3])
 
+local function given(v)
+  return v ~= nil and v ~= ''
+end
+
+local ALGORITHMS = {token_bucket = true, fixed_window = true, sliding_log = true,
+  sliding_window = true, concurrency = true, gcra = true}
+local WINDOWED = {fixed_window = true, sliding_log = true, sliding_window = true}
+
+local algorithm = 'token_bucket'
+if given(ARGV[7]) then
+  algorithm = ARGV[7]
+end
+if not ALGORITHMS[algorithm] then
+  return redis.error_reply('ERR unknown algorithm: ' .. algorithm)
+end
+
+local function positive_int(name, v)
+  if not given(v) then
+    return nil, nil
+  end
+  local n = tonumber(v)
+  if not n or n < 1 or n ~= math.floor(n) or tostring(n) ~= v then
+    return nil, redis.error_reply('ERR ' .. name .. ' must be an integer >= 1, got ' .. v)
+  end
+  return v, nil
+end
+local window_arg, err = positive_int('window_ms', ARGV[8])
+if err then
+  return err
+end
+local lease_arg
+lease_arg, err = positive_int('lease_ttl_ms', ARGV[9])
+if err then
+  return err
+end
+
 local h = redis.call('HMGET', key, 'created_ms', 'version', 'max_permits', 'rate', 'apps',
-  'enabled', 'curr_permits', 'last_mill_second')
+  'enabled', 'curr_permits', 'last_mill_second', 'algorithm', 'window_ms', 'lease_ttl_ms')
 local cur_created = tonumber(h[1])
 local cur_version = tonumber(h[2])
+local cur_algorithm = h[9] or 'token_bucket'
+
+if WINDOWED[algorithm] and not window_arg and not h[10] then
+  return redis.error_reply('ERR ' .. algorithm .. ' needs window_ms')
+end
+if algorithm == 'concurrency' and not lease_arg and not h[11] then
+  return redis.error_reply('ERR concurrency needs lease_ttl_ms')
+end
 
 if cur_created and cur_version then
   if cur_created > created or (cur_created == created and cur_version > version) then
     return 0
   end
   if cur_created == created and cur_version == version and h[3] == ARGV[3]
-      and h[4] == ARGV[4] and h[5] == ARGV[5] and h[6] == ARGV[6] then
+      and h[4] == ARGV[4] and h[5] == ARGV[5] and h[6] == ARGV[6]
+      and cur_algorithm == algorithm
+      and (not window_arg or h[10] == window_arg)
+      and (not lease_arg or h[11] == lease_arg) then
     return 0
   end
 end
 
 local tokens = tonumber(h[7])
 local last = tonumber(h[8])
-if cur_created ~= created then
-  -- A new incarnation starts with a new, full bucket.
-  redis.call('HDEL', key, 'curr_permits', 'last_mill_second')
-elseif tokens and last then
+local reset = cur_created ~= created or cur_algorithm ~= algorithm
+    or (WINDOWED[algorithm] and window_arg and h[10] ~= window_arg)
+if reset then
+  -- A new incarnation, another algorithm or another window: start from nothing used (a
+  -- new, full bucket), whatever algorithm left state behind.
+  redis.call('HDEL', key, 'curr_permits', 'last_mill_second', 'tat', 'sw_start', 'sw_curr',
+    'sw_prev')
+  if #KEYS > 1 then
+    redis.call('DEL', unpack(KEYS, 2))
+  end
+elseif algorithm == 'token_bucket' and tokens and last then
   local old_rate = tonumber(h[4])
   local old_max = tonumber(h[3])
   local changed = false
@@ -65,4 +135,15 @@ end
 
 redis.call('HSET', key, 'created_ms', ARGV[1], 'version', ARGV[2], 'max_permits', ARGV[3],
   'rate', ARGV[4], 'apps', ARGV[5], 'enabled', ARGV[6])
+if given(ARGV[7]) then
+  redis.call('HSET', key, 'algorithm', algorithm)
+else
+  redis.call('HDEL', key, 'algorithm')
+end
+if window_arg then
+  redis.call('HSET', key, 'window_ms', window_arg)
+end
+if lease_arg then
+  redis.call('HSET', key, 'lease_ttl_ms', lease_arg)
+end
 return 1

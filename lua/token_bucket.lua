@@ -10,19 +10,32 @@
 --
 -- Reply: {code, remaining, retry_after_ms, reset_after_ms, max_permits, version}
 --   code  1 granted; -1 denied (nothing consumed); 0 no such policy; -2 app not allowed;
---        -3 permits above max_permits; 2 granted unenforced (policy disabled, bucket untouched)
+--        -3 permits above max_permits; 2 granted unenforced (policy disabled, bucket untouched);
+--        -4 the policy uses another algorithm (hash field `algorithm`, missing means
+--        token_bucket): {-4, index, 0, 0, 0, version} with index 1 token_bucket,
+--        2 fixed_window, 3 sliding_log, 4 sliding_window, 5 concurrency, 6 gcra (0 unknown)
 local key = KEYS[1]
 local permits = tonumber(ARGV[1])
 local app = ARGV[2]
 
 local h = redis.call('HMGET', key, 'max_permits', 'rate', 'apps', 'enabled', 'version',
-  'curr_permits', 'last_mill_second')
+  'curr_permits', 'last_mill_second', 'algorithm')
 local max_permits = tonumber(h[1])
 local rate = tonumber(h[2])
-if not max_permits or not rate or not h[3] then
+if not max_permits or not h[3] then
   return {0, 0, 0, 0, 0, 0}
 end
 local version = tonumber(h[5]) or 0
+
+local ALGORITHMS = {token_bucket = 1, fixed_window = 2, sliding_log = 3, sliding_window = 4,
+  concurrency = 5, gcra = 6}
+local algorithm = h[8] or 'token_bucket'
+if algorithm ~= 'token_bucket' then
+  return {-4, ALGORITHMS[algorithm] or 0, 0, 0, 0, version}
+end
+if not rate then
+  return {0, 0, 0, 0, 0, 0}
+end
 
 -- Exact membership: slugs never contain a comma, and find() runs with plain=true, so the
 -- app name is never read as a Lua pattern (the seed's `app` matched `myapp`).

@@ -1,0 +1,106 @@
+-- Concurrency limit: at most max_permits permits held at once, each lease expiring after
+-- lease_ttl_ms unless released first (a crashed client's lease is reclaimed, unlike the
+-- seed's in-process counter decremented in `finally`). The acquire half, atomic.
+--
+-- KEYS[1]  the policy's hash, <prefix>:{<policy name>}
+-- KEYS[2]  the leases, <prefix>:{<policy name>}:leases, a sorted set
+-- ARGV[1]  permits asked for (integer >= 1)
+-- ARGV[2]  the calling application's slug
+-- ARGV[3]  the lease id, unique per acquire (made by the caller); concurrency_release.lua
+--          takes it back
+--
+-- Hash fields read (config, written only by sync_policy.lua): max_permits, apps, enabled,
+-- version, algorithm (must be concurrency), lease_ttl_ms.
+-- Leases KEYS[2]: one member per permit held, "<app>|<lease id>|<i>" (i = 1..permits),
+-- score = its expiry, Redis time in ms. Expired members are reclaimed on every call. The set
+-- expires with its last lease, so an idle policy leaves nothing behind. Lease ids must be
+-- unique: acquiring again with one still held renews its members, counting them anew
+-- (conservative: never more than max_permits held).
+--
+-- Reply: {code, remaining, retry_after_ms, reset_after_ms, max_permits, version}
+--   code  1 granted (the lease is held); -1 denied (nothing taken); 0 no such policy;
+--        -2 app not allowed; -3 permits above max_permits; 2 granted unenforced (policy
+--        disabled: no lease is recorded, nothing to release); -4 the policy uses another
+--        algorithm: {-4, index, 0, 0, 0, version} with index 1 token_bucket,
+--        2 fixed_window, 3 sliding_log, 4 sliding_window, 5 concurrency, 6 gcra (0 unknown).
+--   remaining       permits free after this call.
+--   retry_after_ms  when denied: time until enough leases EXPIRE (an upper bound: a release
+--                   frees them sooner).
+--   reset_after_ms  time until the last lease held expires (0 when none is held).
+local key = KEYS[1]
+local leases = KEYS[2]
+local permits = tonumber(ARGV[1])
+local app = ARGV[2]
+local lease_id = ARGV[3] or ''
+
+-- The checks shared by the algorithms (lua/lib/acquire_gate.lua, loaded ahead of this).
+local reply, policy = acquire_gate(key, 'concurrency', 'lease_ttl_ms', {}, permits, app)
+if reply then
+  return reply
+end
+local max_permits, version, ttl = policy.max_permits, policy.version, policy.param
+
+-- Redis time in ms (fractional, microseconds kept).
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000
+local now_s = string.format('%.17g', now)
+
+local function ms_until(score)
+  local ms = math.ceil(tonumber(score) - now)
+  if ms < 0 then
+    return 0
+  end
+  return ms
+end
+
+local function reset_after()
+  local last = redis.call('ZRANGE', leases, -1, -1, 'WITHSCORES')
+  if last[2] then
+    return ms_until(last[2])
+  end
+  return 0
+end
+
+local prefix = app .. '|' .. lease_id .. '|'
+
+if not policy.enabled then
+  -- Read only: expired leases are only counted out, not removed.
+  local held = redis.call('ZCOUNT', leases, '(' .. now_s, '+inf')
+  return {2, math.max(max_permits - held, 0), 0, reset_after(), max_permits, version}
+end
+
+-- A lease expires at its score: reclaim every one whose time has come.
+redis.call('ZREMRANGEBYSCORE', leases, '-inf', now_s)
+local held = redis.call('ZCARD', leases)
+
+if held + permits <= max_permits then
+  local expiry = string.format('%.17g', now + ttl)
+  local i = 1
+  -- ZADD in batches: unpack() of a huge table would overflow Lua's C stack.
+  while i <= permits do
+    local args = {}
+    local last = math.min(i + 499, permits)
+    for j = i, last do
+      args[#args + 1] = expiry
+      args[#args + 1] = prefix .. j
+    end
+    redis.call('ZADD', leases, unpack(args))
+    i = last + 1
+  end
+  held = held + permits
+  -- The set lives as long as its last lease (lease_ttl_ms may have been lowered since
+  -- older leases were taken, so ask the set rather than assume this one is the last).
+  local reset = reset_after()
+  redis.call('PEXPIRE', leases, reset + 1)
+  return {1, max_permits - held, 0, reset, max_permits, version}
+end
+
+-- Denied: nothing taken. Room comes when the (held + permits - max_permits)-th
+-- soonest-expiring lease expires.
+local needed = held + permits - max_permits
+local retry = 0
+local nth = redis.call('ZRANGE', leases, needed - 1, needed - 1, 'WITHSCORES')
+if nth[2] then
+  retry = ms_until(nth[2])
+end
+return {-1, math.max(max_permits - held, 0), retry, reset_after(), max_permits, version}

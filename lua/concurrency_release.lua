@@ -1,0 +1,71 @@
+-- Concurrency limit, the release half: gives back every permit of one lease, atomically.
+--
+-- KEYS[1]  the policy's hash, <prefix>:{<policy name>}
+-- KEYS[2]  the leases, <prefix>:{<policy name>}:leases (see concurrency_acquire.lua)
+-- ARGV[1]  the calling application's slug (the one that acquired the lease)
+-- ARGV[2]  the lease id given to concurrency_acquire.lua
+--
+-- No membership check: an app removed from the policy since it acquired may still give
+-- its lease back. The policy must exist and use leases: Redis, not the caller's possibly
+-- stale copy, says whether it does (a policy that changed algorithm had its leases
+-- discarded by sync_policy.lua).
+--
+-- Reply: {code, remaining, released, reset_after_ms, max_permits, version}
+--   code      1 released; -5 refused: no such lease held (unknown, expired, already
+--             released, or another application's lease: members are prefixed by the app);
+--             0 no such policy; -4 the policy uses another algorithm: {-4, index, 0, 0, 0,
+--             version} with the index of acquire scripts' -4 reply
+--   remaining permits free after this call (0 when the policy is gone)
+--   released  permits given back
+--   reset_after_ms  time until the last lease still held expires (0 when none is held)
+local key = KEYS[1]
+local leases = KEYS[2]
+local app = ARGV[1]
+local lease_id = ARGV[2] or ''
+
+local h = redis.call('HMGET', key, 'max_permits', 'version', 'algorithm')
+local max_permits = tonumber(h[1])
+local version = tonumber(h[2]) or 0
+if not max_permits then
+  return {0, 0, 0, 0, 0, 0}
+end
+if h[3] ~= 'concurrency' then
+  -- ALGORITHM_INDEX comes from lib/acquire_gate.lua, loaded ahead of this script.
+  return {-4, ALGORITHM_INDEX[h[3] or 'token_bucket'] or 0, 0, 0, 0, version}
+end
+
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000
+
+-- An expired lease is reclaimed, never released: its permits were already free.
+redis.call('ZREMRANGEBYSCORE', leases, '-inf', string.format('%.17g', now))
+
+-- The members of one lease are "<app>|<lease id>|1" .. "|<permits>", contiguous from 1:
+-- remove them in batches until a batch comes back short.
+local prefix = app .. '|' .. lease_id .. '|'
+local released = 0
+local i = 1
+while true do
+  local members = {}
+  for j = i, i + 99 do
+    members[#members + 1] = prefix .. j
+  end
+  local n = redis.call('ZREM', leases, unpack(members))
+  released = released + n
+  if n < #members then
+    break
+  end
+  i = i + 100
+end
+
+local held = redis.call('ZCARD', leases)
+local reset = 0
+local last = redis.call('ZRANGE', leases, -1, -1, 'WITHSCORES')
+if last[2] then
+  reset = math.max(math.ceil(tonumber(last[2]) - now), 0)
+end
+local code = 1
+if released == 0 then
+  code = -5
+end
+return {code, math.max(max_permits - held, 0), released, reset, max_permits, version}

@@ -1,0 +1,75 @@
+-- Fixed window: at most max_permits per window of window_ms, windows aligned to multiples
+-- of window_ms on Redis time. The acquire decision of one policy, taken atomically.
+--
+-- KEYS[1]  the policy's hash, <prefix>:{<policy name>}
+-- KEYS[2]  the window counter, <prefix>:{<policy name>}:fw
+-- ARGV[1]  permits asked for (integer >= 1)
+-- ARGV[2]  the calling application's slug
+--
+-- Hash fields read (config, written only by sync_policy.lua): max_permits, apps, enabled,
+-- version, algorithm (must be fixed_window), window_ms.
+-- Counter KEYS[2]: a hash {start = window start in ms, count = permits granted in it}. It is
+-- only ever written together with a PEXPIRE to the end of its window, in this script, so it
+-- never lives without a TTL (the seeds' INCR-then-EXPIRE could leak one on a crash).
+--
+-- Reply: {code, remaining, retry_after_ms, reset_after_ms, max_permits, version}
+--   code  1 granted; -1 denied (nothing consumed); 0 no such policy; -2 app not allowed;
+--        -3 permits above max_permits; 2 granted unenforced (policy disabled, counter
+--        untouched); -4 the policy uses another algorithm: {-4, index, 0, 0, 0, version}
+--        with index 1 token_bucket, 2 fixed_window, 3 sliding_log, 4 sliding_window,
+--        5 concurrency, 6 gcra (0 unknown).
+--   retry_after_ms  when denied: time to the next window start; else 0.
+--   reset_after_ms  time to the next window start, 0 when nothing of this window is used.
+local key = KEYS[1]
+local counter = KEYS[2]
+local permits = tonumber(ARGV[1])
+local app = ARGV[2]
+
+-- The checks shared by the algorithms (lua/lib/acquire_gate.lua, loaded ahead of this).
+local reply, policy = acquire_gate(key, 'fixed_window', 'window_ms', {}, permits, app)
+if reply then
+  return reply
+end
+local max_permits, version, window = policy.max_permits, policy.version, policy.param
+
+-- Redis time in whole microseconds (exact in a double), windows in whole ms.
+local t = redis.call('TIME')
+local now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local now_ms = math.floor(now_us / 1000)
+local start = now_ms - now_ms % window
+
+local c = redis.call('HMGET', counter, 'start', 'count')
+local stored_start = tonumber(c[1])
+local count = 0
+if stored_start and stored_start >= start then
+  -- The current window (or, after a clock that went back, a later one: keep counting in
+  -- it rather than grant a fresh window twice).
+  start = stored_start
+  count = tonumber(c[2]) or 0
+end
+-- An older window's counter is simply ignored (it expires by itself at its window's end).
+
+local window_end_us = (start + window) * 1000
+local to_next = math.ceil((window_end_us - now_us) / 1000)
+if to_next < 0 then
+  to_next = 0
+end
+
+if not policy.enabled then
+  local reset = 0
+  if count > 0 then
+    reset = to_next
+  end
+  return {2, math.max(max_permits - count, 0), 0, reset, max_permits, version}
+end
+
+if count + permits <= max_permits then
+  count = count + permits
+  redis.call('HSET', counter, 'start', start, 'count', count)
+  -- Expire with the window: at least 1 ms ahead, since now < start + window.
+  redis.call('PEXPIRE', counter, math.max(to_next, 1))
+  return {1, max_permits - count, 0, to_next, max_permits, version}
+end
+
+-- Denied: nothing is written; the counter of this window already carries its TTL.
+return {-1, math.max(max_permits - count, 0), to_next, to_next, max_permits, version}

@@ -1,0 +1,101 @@
+-- Sliding log: at most max_permits granted in any window of window_ms ending now. The
+-- acquire decision of one policy, taken atomically.
+--
+-- KEYS[1]  the policy's hash, <prefix>:{<policy name>}
+-- KEYS[2]  the log, <prefix>:{<policy name>}:log, a sorted set of GRANTED permits only
+-- ARGV[1]  permits asked for (integer >= 1)
+-- ARGV[2]  the calling application's slug
+-- ARGV[3]  a request id unique to this call (e.g. 16 hex digits made by the caller)
+--
+-- Hash fields read (config, written only by sync_policy.lua): max_permits, apps, enabled,
+-- version, algorithm (must be sliding_log), window_ms.
+-- Log KEYS[2]: one member per granted permit, "<now_us>:<request id>:<i>" (i = 1..permits),
+-- score = Redis time of the grant in microseconds. Unique even for grants in the same
+-- microsecond (the seed's bare timestamps collapsed into one member); a denial adds nothing
+-- (the seed counted rejected attempts and locked a busy client out forever). Entries that
+-- left the window are removed first, so the set never holds more than max_permits members,
+-- and it expires with its newest entry.
+--
+-- Reply: {code, remaining, retry_after_ms, reset_after_ms, max_permits, version}
+--   code  1 granted; -1 denied (nothing consumed); 0 no such policy; -2 app not allowed;
+--        -3 permits above max_permits; 2 granted unenforced (policy disabled, log
+--        untouched); -4 the policy uses another algorithm: {-4, index, 0, 0, 0, version}
+--        with index 1 token_bucket, 2 fixed_window, 3 sliding_log, 4 sliding_window,
+--        5 concurrency, 6 gcra (0 unknown).
+--   retry_after_ms  when denied: time until enough of the oldest grants leave the window.
+--   reset_after_ms  time until the newest grant leaves the window (0 when the log is empty).
+local key = KEYS[1]
+local log = KEYS[2]
+local permits = tonumber(ARGV[1])
+local app = ARGV[2]
+local request_id = ARGV[3] or ''
+
+-- The checks shared by the algorithms (lua/lib/acquire_gate.lua, loaded ahead of this).
+local reply, policy = acquire_gate(key, 'sliding_log', 'window_ms', {}, permits, app)
+if reply then
+  return reply
+end
+local max_permits, version, window = policy.max_permits, policy.version, policy.param
+
+-- Redis time in whole microseconds: exact in a double, and the scores' unit.
+local t = redis.call('TIME')
+local now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local window_us = window * 1000
+-- The window is (now - window, now]: an entry scored now - window has left it.
+local oldest_kept = now_us - window_us
+
+local function ms_from_now(score)
+  local ms = math.ceil((tonumber(score) + window_us - now_us) / 1000)
+  if ms < 0 then
+    return 0
+  end
+  return ms
+end
+
+local function reset_after()
+  local newest = redis.call('ZRANGE', log, -1, -1, 'WITHSCORES')
+  if newest[2] then
+    return ms_from_now(newest[2])
+  end
+  return 0
+end
+
+if not policy.enabled then
+  -- Read only: the log is not trimmed for an unenforced call.
+  local count = redis.call('ZCOUNT', log, '(' .. string.format('%d', oldest_kept), '+inf')
+  return {2, math.max(max_permits - count, 0), 0, reset_after(), max_permits, version}
+end
+
+redis.call('ZREMRANGEBYSCORE', log, '-inf', string.format('%d', oldest_kept))
+local count = redis.call('ZCARD', log)
+
+if count + permits <= max_permits then
+  local stamp = string.format('%d', now_us)
+  -- ZADD in batches: unpack() of a huge table would overflow Lua's C stack.
+  local i = 1
+  while i <= permits do
+    local args = {}
+    local last = math.min(i + 499, permits)
+    for j = i, last do
+      args[#args + 1] = stamp
+      args[#args + 1] = stamp .. ':' .. request_id .. ':' .. j
+    end
+    redis.call('ZADD', log, unpack(args))
+    i = last + 1
+  end
+  -- The newest entry, this one, leaves the window in window_ms (+1: PEXPIRE counts from the
+  -- start of the script, a hair before now_us).
+  redis.call('PEXPIRE', log, window + 1)
+  count = count + permits
+  return {1, max_permits - count, 0, window, max_permits, version}
+end
+
+-- Denied: nothing is added. Enough room comes when the (count + permits - max_permits)-th
+-- oldest grant leaves the window.
+local needed = count + permits - max_permits
+local retry = 0
+local nth = redis.call('ZRANGE', log, needed - 1, needed - 1, 'WITHSCORES')
+if nth[2] then
+  retry = ms_from_now(nth[2])
+end
+return {-1, math.max(max_permits - count, 0), retry, reset_after(), max_permits, version}
