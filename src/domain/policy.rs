@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{AppSlug, FieldError, PolicyName};
+use super::{Algorithm, AppSlug, FieldError, Millis, PolicyName};
 
 /// Largest rate and capacity we accept: far above any real limit, and small enough that
 /// token arithmetic in Lua (IEEE doubles) stays exact to well below one permit.
@@ -75,33 +75,6 @@ impl Permits {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum Algorithm {
-    TokenBucket,
-}
-
-impl Algorithm {
-    pub const ALL: &'static [Algorithm] = &[Algorithm::TokenBucket];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::TokenBucket => "token_bucket",
-        }
-    }
-
-    pub fn parse_field(field: &str, value: &str) -> Result<Self, FieldError> {
-        Self::ALL
-            .iter()
-            .copied()
-            .find(|a| a.as_str() == value)
-            .ok_or_else(|| {
-                let names: Vec<&str> = Self::ALL.iter().map(|a| a.as_str()).collect();
-                FieldError::new(field, format!("must be one of: {}", names.join(", ")))
-            })
-    }
-}
-
 /// What the acquire API answers when Redis cannot be reached.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
@@ -135,8 +108,12 @@ pub struct PolicySpec {
     pub name: PolicyName,
     pub owner_app: AppSlug,
     pub algorithm: Algorithm,
-    pub rate: Rate,
+    /// The algorithm's own parameters: each is `Some` exactly when the algorithm uses it
+    /// (see [`Algorithm::uses`]); `max_permits` every algorithm uses.
+    pub rate: Option<Rate>,
     pub max_permits: MaxPermits,
+    pub window_ms: Option<Millis>,
+    pub lease_ttl_ms: Option<Millis>,
     pub allowed_apps: Vec<AppSlug>,
     pub failure_mode: FailureMode,
     pub enabled: bool,
@@ -191,6 +168,7 @@ mod tests {
     fn enums_name_the_choices() {
         let e = Algorithm::parse_field("algorithm", "leaky").unwrap_err();
         assert!(e.message.contains("token_bucket"));
+        assert!(e.message.contains("gcra"));
         assert!(FailureMode::parse_field("failure_mode", "open").is_ok());
         assert!(FailureMode::parse_field("failure_mode", "x").is_err());
     }

@@ -1,6 +1,8 @@
 use anyhow::Context;
 
-use crate::domain::{Algorithm, AppSlug, FailureMode, MaxPermits, PolicyName, PolicySpec, Rate};
+use crate::domain::{
+    Algorithm, AppSlug, FailureMode, MaxPermits, Millis, Param, PolicyName, PolicySpec, Rate,
+};
 
 use super::{StoreError, StoreResult, Tx, new_id, now_ms};
 
@@ -22,6 +24,8 @@ struct PolicyRow {
     algorithm: String,
     rate: f64,
     max_permits: i64,
+    window_ms: Option<i64>,
+    lease_ttl_ms: Option<i64>,
     allowed_apps: String,
     failure_mode: String,
     enabled: i64,
@@ -38,12 +42,27 @@ impl PolicyRow {
         let name = self.name.clone();
         let parse = || -> anyhow::Result<PolicyRecord> {
             let allowed: Vec<String> = serde_json::from_str(&self.allowed_apps)?;
+            let algorithm = Algorithm::parse_field("algorithm", &self.algorithm)?;
+            // A parameter is read when the algorithm uses it, and must then be there.
+            let param = |p: Param, value: Option<i64>| -> anyhow::Result<Option<Millis>> {
+                if !algorithm.uses(p) {
+                    return Ok(None);
+                }
+                let value = value.ok_or_else(|| anyhow::anyhow!("{} is missing", p.field()))?;
+                Ok(Some(Millis::parse_field(p.field(), value)?))
+            };
             let spec = PolicySpec {
                 name: PolicyName::parse(&self.name)?,
                 owner_app: AppSlug::parse(&self.owner_app)?,
-                algorithm: Algorithm::parse_field("algorithm", &self.algorithm)?,
-                rate: Rate::parse_field("rate", self.rate)?,
+                algorithm,
+                rate: if algorithm.uses(Param::Rate) {
+                    Some(Rate::parse_field("rate", self.rate)?)
+                } else {
+                    None
+                },
                 max_permits: MaxPermits::parse_field("max_permits", self.max_permits)?,
+                window_ms: param(Param::WindowMs, self.window_ms)?,
+                lease_ttl_ms: param(Param::LeaseTtlMs, self.lease_ttl_ms)?,
                 allowed_apps: allowed
                     .iter()
                     .map(|s| AppSlug::parse(s))
@@ -67,12 +86,17 @@ impl PolicyRow {
 }
 
 const SELECT: &str = "SELECT p.id, p.name, a.slug AS owner_app, p.algorithm, p.rate, \
-    p.max_permits, p.allowed_apps, p.failure_mode, p.enabled, p.description, p.version, \
+    p.max_permits, p.window_ms, p.lease_ttl_ms, p.allowed_apps, p.failure_mode, p.enabled, p.description, p.version, \
     p.created_ms, p.updated_ms FROM policies p JOIN apps a ON a.id = p.app_id";
 
 fn apps_json(spec: &PolicySpec) -> String {
     let slugs: Vec<&str> = spec.allowed_apps.iter().map(AppSlug::as_str).collect();
     serde_json::to_string(&slugs).expect("a list of strings serialises")
+}
+
+/// The `rate` column is NOT NULL (it predates the other algorithms): 0 where unused.
+fn stored_rate(spec: &PolicySpec) -> f64 {
+    spec.rate.map_or(0.0, Rate::get)
 }
 
 impl Tx {
@@ -90,16 +114,18 @@ impl Tx {
             updated_ms: now,
         };
         sqlx::query(self.sql(
-            "INSERT INTO policies (id, name, app_id, algorithm, rate, max_permits, allowed_apps, \
-             failure_mode, enabled, description, version, created_ms, updated_ms) \
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO policies (id, name, app_id, algorithm, rate, max_permits, window_ms, \
+             lease_ttl_ms, allowed_apps, failure_mode, enabled, description, version, created_ms, \
+             updated_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         ))
         .bind(&record.id)
         .bind(spec.name.as_str())
         .bind(app_id)
         .bind(spec.algorithm.as_str())
-        .bind(spec.rate.get())
+        .bind(stored_rate(spec))
         .bind(spec.max_permits.get())
+        .bind(spec.window_ms.map(|w| w.get()))
+        .bind(spec.lease_ttl_ms.map(|l| l.get()))
         .bind(apps_json(spec))
         .bind(spec.failure_mode.as_str())
         .bind(i64::from(spec.enabled))
@@ -121,13 +147,15 @@ impl Tx {
     ) -> StoreResult<Option<PolicyRecord>> {
         let now = now_ms();
         let done = sqlx::query(self.sql(
-            "UPDATE policies SET algorithm = ?, rate = ?, max_permits = ?, allowed_apps = ?, \
-             failure_mode = ?, enabled = ?, description = ?, version = version + 1, updated_ms = ? \
+            "UPDATE policies SET algorithm = ?, rate = ?, max_permits = ?, window_ms = ?, \
+             lease_ttl_ms = ?, allowed_apps = ?, failure_mode = ?, enabled = ?, description = ?, version = version + 1, updated_ms = ? \
              WHERE id = ? AND version = ?",
         ))
         .bind(spec.algorithm.as_str())
-        .bind(spec.rate.get())
+        .bind(stored_rate(spec))
         .bind(spec.max_permits.get())
+        .bind(spec.window_ms.map(|w| w.get()))
+        .bind(spec.lease_ttl_ms.map(|l| l.get()))
         .bind(apps_json(spec))
         .bind(spec.failure_mode.as_str())
         .bind(i64::from(spec.enabled))

@@ -52,8 +52,10 @@ fn spec(name: &str, owner: &str, rate: f64, max_permits: i64, allowed: &[&str]) 
         name: PolicyName::parse(name).unwrap(),
         owner_app: AppSlug::parse(owner).unwrap(),
         algorithm: Algorithm::TokenBucket,
-        rate: Rate::parse_field("rate", rate).unwrap(),
+        rate: Some(Rate::parse_field("rate", rate).unwrap()),
         max_permits: MaxPermits::parse_field("max_permits", max_permits).unwrap(),
+        window_ms: None,
+        lease_ttl_ms: None,
         allowed_apps: slugs(allowed),
         failure_mode: FailureMode::Closed,
         enabled: true,
@@ -509,7 +511,11 @@ async fn a_policy_round_trips_every_field(db: Db) {
         .unwrap()
         .expect("stored");
     assert_eq!(read, inserted, "every field as written");
-    assert_eq!(read.spec.rate.get(), 0.2, "the fraction is kept exactly");
+    assert_eq!(
+        read.spec.rate.map(Rate::get),
+        Some(0.2),
+        "the fraction is kept exactly"
+    );
     assert_eq!(
         read.spec.allowed_apps,
         slugs(&["zeta", "shop", "alpha"]),
@@ -544,7 +550,7 @@ async fn a_policy_changes_only_from_its_current_version(db: Db) {
     tx.commit().await.unwrap();
 
     let mut changed = v1.spec.clone();
-    changed.rate = Rate::parse_field("rate", 0.5).unwrap();
+    changed.rate = Some(Rate::parse_field("rate", 0.5).unwrap());
     changed.allowed_apps = slugs(&["blog", "shop"]);
     changed.failure_mode = FailureMode::Open;
     changed.description = "halved".into();
