@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicI64, Ordering};
 
 use arc_swap::ArcSwap;
 
-use crate::domain::{AppSlug, FailureMode};
+use crate::domain::{Algorithm, AppSlug, FailureMode};
 use crate::store::{KeyGrant, PolicyRecord};
 
 /// A live API key, by the SHA-256 of its text.
@@ -24,6 +24,7 @@ pub struct KeyEntry {
 /// What the acquire path knows of a policy before asking Redis.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct PolicyBrief {
+    pub algorithm: Algorithm,
     pub failure_mode: FailureMode,
     pub max_permits: i64,
     pub version: i64,
@@ -32,6 +33,7 @@ pub struct PolicyBrief {
 impl PolicyBrief {
     fn of(record: &PolicyRecord) -> Self {
         Self {
+            algorithm: record.spec.algorithm,
             failure_mode: record.spec.failure_mode,
             max_permits: record.spec.max_permits.get(),
             version: record.version,

@@ -34,10 +34,16 @@ pub struct MemberInput {
 pub struct PolicyInput {
     pub name: Option<String>,
     pub owner_app: Option<String>,
+    /// `token_bucket`, `fixed_window`, `sliding_log`, `sliding_window`, `concurrency` or
+    /// `gcra`. Each takes `max_permits` and its own parameters below, and refuses the rest.
     pub algorithm: Option<String>,
-    /// Permits per second; fractional allowed (0.2 = 12 per minute).
+    /// Permits per second; fractional allowed (0.2 = 12 per minute). `token_bucket`, `gcra`.
     pub rate: Option<f64>,
     pub max_permits: Option<i64>,
+    /// The window, in ms: `fixed_window`, `sliding_log`, `sliding_window`.
+    pub window_ms: Option<i64>,
+    /// How long a lease lives at most, in ms: `concurrency`.
+    pub lease_ttl_ms: Option<i64>,
     pub allowed_apps: Option<Vec<String>>,
     /// `closed` (default) or `open`.
     pub failure_mode: Option<String>,

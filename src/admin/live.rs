@@ -45,10 +45,7 @@ impl Admin {
                 .recent_activity(name.as_str(), now_minute, ACTIVITY_MINUTES)
                 .await
                 .unwrap_or_default();
-            let full_in_ms = state.as_ref().map(|s| {
-                let missing = (s.max_permits as f64 - s.current_permits).max(0.0);
-                (missing * 1000.0 / s.rate).ceil() as i64
-            });
+            let full_in_ms = state.as_ref().map(|s| s.full_in_ms);
             live.push(LivePolicy {
                 name: name.to_string(),
                 state,

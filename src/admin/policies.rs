@@ -2,8 +2,8 @@ use serde_json::json;
 
 use crate::auth::{Actor, Permission};
 use crate::domain::{
-    Algorithm, AppSlug, FailureMode, FieldError, FieldErrors, MaxPermits, PolicyName, PolicySpec,
-    Rate, check_description,
+    Algorithm, AppSlug, FailureMode, FieldError, FieldErrors, MaxPermits, Millis, Param,
+    PolicyName, PolicySpec, Rate, check_description,
 };
 use crate::limiter::BucketState;
 use crate::store::{AuditEntry, PolicyRecord, StoreError};
@@ -39,14 +39,6 @@ fn build_spec(input: &PolicyInput, base: Option<&PolicySpec>) -> Result<PolicySp
         Some(a) => errors.check(Algorithm::parse_field("algorithm", a)),
         None => Some(base.map_or(Algorithm::TokenBucket, |b| b.algorithm)),
     };
-    let rate = match (input.rate, base) {
-        (Some(r), _) => errors.check(Rate::parse_field("rate", r)),
-        (None, Some(b)) => Some(b.rate),
-        (None, None) => {
-            errors.push("rate", "is required");
-            None
-        }
-    };
     let max_permits = match (input.max_permits, base) {
         (Some(m), _) => errors.check(MaxPermits::parse_field("max_permits", m)),
         (None, Some(b)) => Some(b.max_permits),
@@ -54,6 +46,37 @@ fn build_spec(input: &PolicyInput, base: Option<&PolicySpec>) -> Result<PolicySp
             errors.push("max_permits", "is required");
             None
         }
+    };
+    // Each algorithm takes exactly its own parameters: one it does not use is an error
+    // (a typo or a misunderstanding), one it needs must be given or kept from `base`.
+    let (rate, window_ms, lease_ttl_ms) = match algorithm {
+        Some(algorithm) => (
+            algorithm_param(
+                &mut errors,
+                algorithm,
+                Param::Rate,
+                input.rate,
+                base.and_then(|b| b.rate),
+                Rate::parse_field,
+            ),
+            algorithm_param(
+                &mut errors,
+                algorithm,
+                Param::WindowMs,
+                input.window_ms,
+                base.and_then(|b| b.window_ms),
+                Millis::parse_field,
+            ),
+            algorithm_param(
+                &mut errors,
+                algorithm,
+                Param::LeaseTtlMs,
+                input.lease_ttl_ms,
+                base.and_then(|b| b.lease_ttl_ms),
+                Millis::parse_field,
+            ),
+        ),
+        None => (None, None, None),
     };
     let failure_mode = match &input.failure_mode {
         Some(f) => errors.check(FailureMode::parse_field("failure_mode", f)),
@@ -89,7 +112,6 @@ fn build_spec(input: &PolicyInput, base: Option<&PolicySpec>) -> Result<PolicySp
         name,
         owner_app,
         algorithm,
-        rate,
         max_permits,
         allowed_apps,
         failure_mode,
@@ -99,7 +121,6 @@ fn build_spec(input: &PolicyInput, base: Option<&PolicySpec>) -> Result<PolicySp
             Some(name),
             Some(owner_app),
             Some(algorithm),
-            Some(rate),
             Some(max_permits),
             Some(allowed_apps),
             Some(failure_mode),
@@ -110,12 +131,48 @@ fn build_spec(input: &PolicyInput, base: Option<&PolicySpec>) -> Result<PolicySp
             algorithm,
             rate,
             max_permits,
+            window_ms,
+            lease_ttl_ms,
             allowed_apps,
             failure_mode,
             enabled: input.enabled.unwrap_or(base.is_none_or(|b| b.enabled)),
             description,
         }),
         _ => Err(errors),
+    }
+}
+
+/// One algorithm-specific parameter: the input's value when the algorithm uses it (else
+/// the current one, when the policy already had it), an error when the algorithm does not
+/// use it but the input sets it, and nothing otherwise.
+fn algorithm_param<V: Copy, T>(
+    errors: &mut FieldErrors,
+    algorithm: Algorithm,
+    param: Param,
+    given: Option<V>,
+    current: Option<T>,
+    parse: impl Fn(&str, V) -> Result<T, FieldError>,
+) -> Option<T> {
+    let field = param.field();
+    match (algorithm.uses(param), given, current) {
+        (true, Some(v), _) => errors.check(parse(field, v)),
+        (true, None, Some(current)) => Some(current),
+        (true, None, None) => {
+            errors.push(field, format!("is required for {}", algorithm.as_str()));
+            None
+        }
+        (false, Some(_), _) => {
+            errors.push(
+                field,
+                format!(
+                    "is not used by {}, which allows {}",
+                    algorithm.as_str(),
+                    algorithm.summary()
+                ),
+            );
+            None
+        }
+        (false, None, _) => None,
     }
 }
 

@@ -94,8 +94,16 @@ pub struct PolicyView {
     pub name: String,
     pub owner_app: String,
     pub algorithm: Algorithm,
-    pub rate: f64,
+    /// Permits per second (`token_bucket`, `gcra`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rate: Option<f64>,
     pub max_permits: i64,
+    /// The window in ms (`fixed_window`, `sliding_log`, `sliding_window`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub window_ms: Option<i64>,
+    /// A lease's longest life in ms (`concurrency`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lease_ttl_ms: Option<i64>,
     pub allowed_apps: Vec<String>,
     pub failure_mode: FailureMode,
     pub enabled: bool,
@@ -112,8 +120,10 @@ impl From<&PolicyRecord> for PolicyView {
             name: s.name.to_string(),
             owner_app: s.owner_app.to_string(),
             algorithm: s.algorithm,
-            rate: s.rate.get(),
+            rate: s.rate.map(|r| r.get()),
             max_permits: s.max_permits.get(),
+            window_ms: s.window_ms.map(|w| w.get()),
+            lease_ttl_ms: s.lease_ttl_ms.map(|l| l.get()),
             allowed_apps: s.allowed_apps.iter().map(ToString::to_string).collect(),
             failure_mode: s.failure_mode,
             enabled: s.enabled,

@@ -1,6 +1,7 @@
 //! `POST /v1/acquire`: the hot path. An API-key check against the in-memory snapshot and
 //! one EVALSHA; no SQL.
 
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
@@ -15,8 +16,9 @@ use super::problem::Problem;
 use super::{AppState, WorkerLimiter};
 use crate::auth::hash_secret;
 use crate::denials::CachedDenial;
-use crate::domain::{FailureMode, FieldError, Permits, PolicyName};
+use crate::domain::{Algorithm, FailureMode, FieldError, Permits, PolicyName};
 use crate::limiter::{AcquireOutcome, Decision};
+use crate::snapshot::KeyEntry;
 use crate::telemetry::METRICS;
 
 #[derive(Debug, Deserialize, ToSchema)]
@@ -47,6 +49,9 @@ pub struct AcquireReply {
     /// `true` when Redis was unreachable and the policy fails open.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub degraded: Option<bool>,
+    /// A granted `concurrency` permit: give it back with `POST /v1/release`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lease_id: Option<String>,
 }
 
 /// The bearer token of a request, if it has one.
@@ -55,6 +60,29 @@ pub fn bearer(req: &HttpRequest) -> Option<&str> {
     let value = value.to_str().ok()?;
     let (scheme, token) = value.split_once(' ')?;
     scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
+}
+
+/// The live API key a client presented (checked against the in-memory snapshot).
+pub fn client_key(req: &HttpRequest, state: &AppState) -> Result<Arc<KeyEntry>, Problem> {
+    let presented = bearer(req)
+        .ok_or_else(|| Problem::unauthorized("send your API key as Authorization: Bearer <key>"))?;
+    state
+        .snapshot
+        .key(&hash_secret(presented))
+        .ok_or_else(|| Problem::unauthorized("unknown or revoked API key"))
+}
+
+/// A required body field of the client APIs, parsed; missing or invalid is a 400 naming it.
+pub fn required_field<T>(
+    field: &'static str,
+    value: Option<String>,
+    parse: impl FnOnce(String) -> Result<T, FieldError>,
+) -> Result<T, Problem> {
+    let value = value.ok_or_else(|| {
+        Problem::malformed(format!("{field} is required"))
+            .with_fields(FieldError::new(field, "is required").into())
+    })?;
+    parse(value).map_err(|e| Problem::malformed(e.to_string()).with_fields(e.into()))
 }
 
 #[utoipa::path(
@@ -79,22 +107,14 @@ pub async fn acquire(
     body: ValidJson<AcquireRequest>,
 ) -> Result<HttpResponse, Problem> {
     let started = Instant::now();
-    let presented = bearer(&req)
-        .ok_or_else(|| Problem::unauthorized("send your API key as Authorization: Bearer <key>"))?;
-    let key = state
-        .snapshot
-        .key(&hash_secret(presented))
-        .ok_or_else(|| Problem::unauthorized("unknown or revoked API key"))?;
+    let key = client_key(&req, &state)?;
     key.last_used_ms
         .store(chrono::Utc::now().timestamp_millis(), Ordering::Relaxed);
 
     let body = body.0;
-    let resource = body.resource.ok_or_else(|| {
-        Problem::malformed("resource is required")
-            .with_fields(FieldError::new("resource", "is required").into())
+    let name = required_field("resource", body.resource, |r| {
+        PolicyName::parse_field("resource", &r)
     })?;
-    let name = PolicyName::parse_field("resource", &resource)
-        .map_err(|e| Problem::malformed(e.to_string()).with_fields(e.into()))?;
     let permits =
         Permits::parse(body.permits.unwrap_or(1)).map_err(|e| Problem::invalid(e.into()))?;
     let brief = state.snapshot.policy(name.as_str());
@@ -117,7 +137,10 @@ pub async fn acquire(
         return Ok(response);
     }
 
-    let outcome = limiter.0.acquire(&name, permits, &key.app).await;
+    // A policy not in the snapshot yet (created on another instance a moment ago) is
+    // tried as a token bucket; the script redirects to the right algorithm.
+    let algorithm = brief.map_or(Algorithm::TokenBucket, |b| b.algorithm);
+    let outcome = limiter.0.acquire(&name, algorithm, permits, &key.app).await;
     let response = match outcome {
         Ok(AcquireOutcome::Decided {
             decision,
@@ -126,6 +149,8 @@ pub async fn acquire(
             reset_after_ms,
             limit,
             version,
+            lease,
+            algorithm: decided_by,
         }) => {
             let reply = AcquireReply {
                 allowed: decision != Decision::Denied,
@@ -136,13 +161,16 @@ pub async fn acquire(
                 policy_version: Some(version),
                 enforced: (decision == Decision::Unenforced).then_some(false),
                 degraded: None,
+                lease_id: lease.map(|l| l.to_string()),
             };
             let outcome = match decision {
                 Decision::Granted => "granted",
                 Decision::Denied => "denied",
                 Decision::Unenforced => "unenforced",
             };
-            if decision == Decision::Denied {
+            // A concurrency denial ends when any lease is released, which no retry time
+            // foretells: those are never answered locally.
+            if decision == Decision::Denied && decided_by != Algorithm::Concurrency {
                 let known = CachedDenial {
                     remaining,
                     limit,
@@ -205,6 +233,7 @@ pub async fn acquire(
                 policy_version: None,
                 enforced: None,
                 degraded: Some(true),
+                lease_id: None,
             })
         }
     };
@@ -225,6 +254,7 @@ fn denied_reply(name: &PolicyName, known: CachedDenial) -> HttpResponse {
         policy_version: Some(known.version),
         enforced: None,
         degraded: None,
+        lease_id: None,
     };
     decided(
         name,

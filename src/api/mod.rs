@@ -6,6 +6,7 @@ mod health;
 pub mod json;
 mod openapi;
 pub mod problem;
+pub mod release;
 
 use std::sync::Arc;
 
@@ -44,6 +45,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
             .error_handler(|e, _| Problem::malformed(format!("bad path: {e}")).into()),
     )
     .route("/v1/acquire", web::post().to(acquire::acquire))
+    .route("/v1/release", web::post().to(release::release))
     .route("/healthz", web::get().to(health::healthz))
     .route("/readyz", web::get().to(health::readyz))
     .route("/metrics", web::get().to(health::metrics))

@@ -4,13 +4,14 @@ use actix_web::HttpResponse;
 use utoipa::OpenApi;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 
-use super::{acquire, admin};
+use super::{acquire, admin, release};
 
 #[derive(OpenApi)]
 #[openapi(
     info(title = "ratekeeper", description = "Acquire API and admin JSON API"),
     paths(
         acquire::acquire,
+        release::release,
         admin::apps::create_app,
         admin::apps::list_apps,
         admin::apps::get_app,

@@ -1,6 +1,10 @@
-//! The hot path: one EVALSHA of the token-bucket script.
+//! The hot path: one EVALSHA of the policy's algorithm script.
 
-use crate::domain::{AppSlug, Permits, PolicyName};
+use std::fmt;
+
+use rand::Rng;
+
+use crate::domain::{Algorithm, AppSlug, Permits, PolicyName};
 
 use super::{Limiter, LimiterError, scripts};
 
@@ -10,6 +14,34 @@ pub enum Decision {
     Denied,
     /// The policy is disabled: granted without touching the bucket.
     Unenforced,
+}
+
+/// The id of a concurrency lease: 128 random bits, shown as 32 hex digits.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct LeaseId([u8; 16]);
+
+impl LeaseId {
+    fn generate() -> Self {
+        Self(rand::rng().random())
+    }
+
+    /// A lease id as a client sends it back; `None` if it cannot be one.
+    pub fn parse(text: &str) -> Option<Self> {
+        let bytes = hex::decode(text).ok()?;
+        Some(Self(bytes.try_into().ok()?))
+    }
+}
+
+impl fmt::Display for LeaseId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&hex::encode(self.0))
+    }
+}
+
+impl fmt::Debug for LeaseId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "LeaseId({self})")
+    }
 }
 
 /// What the script answered, one variant per distinct answer.
@@ -22,6 +54,10 @@ pub enum AcquireOutcome {
         reset_after_ms: i64,
         limit: i64,
         version: i64,
+        /// The lease a granted concurrency permit is held under, to be released.
+        lease: Option<LeaseId>,
+        /// The algorithm that decided (Redis' word, which a stale caller may not know).
+        algorithm: Algorithm,
     },
     NoSuchPolicy,
     AppNotAllowed,
@@ -30,22 +66,80 @@ pub enum AcquireOutcome {
     },
 }
 
+/// A script's answer that the policy uses another algorithm (it changed meanwhile).
+const WRONG_ALGORITHM: i64 = -4;
+
 impl Limiter {
+    /// Runs the acquire script of `algorithm` (what this instance believes the policy
+    /// uses). If Redis says the policy now uses another one, the right script runs once
+    /// more: two round trips only in the moment after a change of algorithm.
     pub async fn acquire(
         &self,
         name: &PolicyName,
+        algorithm: Algorithm,
         permits: Permits,
         app: &AppSlug,
     ) -> Result<AcquireOutcome, LimiterError> {
+        let reply = self.run_acquire(name, algorithm, permits, app).await?;
+        match reply.0.as_slice() {
+            [WRONG_ALGORITHM, index, ..] => {
+                let actual = Algorithm::from_index(*index)
+                    .ok_or_else(|| LimiterError::Reply(format!("{:?}", reply.0)))?;
+                let again = self.run_acquire(name, actual, permits, app).await?;
+                parse_reply(&again.0, again.1, actual)
+            }
+            _ => parse_reply(&reply.0, reply.1, algorithm),
+        }
+    }
+
+    async fn run_acquire(
+        &self,
+        name: &PolicyName,
+        algorithm: Algorithm,
+        permits: Permits,
+        app: &AppSlug,
+    ) -> Result<(Vec<i64>, Option<LeaseId>), LimiterError> {
         let mut conn = self.conn.clone();
-        let mut invocation = scripts::TOKEN_BUCKET.key(self.keys.policy(name));
-        invocation.arg(permits.get()).arg(app.as_str());
+        let mut invocation = scripts::acquire_script(algorithm).key(self.keys.policy(name));
+        let state = self.keys.state_keys(name);
+        let mut lease = None;
+        match algorithm {
+            Algorithm::TokenBucket | Algorithm::SlidingWindow | Algorithm::Gcra => {
+                invocation.arg(permits.get()).arg(app.as_str());
+            }
+            Algorithm::FixedWindow => {
+                invocation.key(state.fixed_window);
+                invocation.arg(permits.get()).arg(app.as_str());
+            }
+            Algorithm::SlidingLog => {
+                // Makes each grant's log members unique, even within one microsecond.
+                let request: u64 = rand::rng().random();
+                invocation.key(state.sliding_log);
+                invocation
+                    .arg(permits.get())
+                    .arg(app.as_str())
+                    .arg(format!("{request:016x}"));
+            }
+            Algorithm::Concurrency => {
+                let id = LeaseId::generate();
+                lease = Some(id);
+                invocation.key(state.leases);
+                invocation
+                    .arg(permits.get())
+                    .arg(app.as_str())
+                    .arg(id.to_string());
+            }
+        }
         let reply: Vec<i64> = self.timed(invocation.invoke_async(&mut conn)).await?;
-        parse_reply(&reply)
+        Ok((reply, lease))
     }
 }
 
-pub(super) fn parse_reply(reply: &[i64]) -> Result<AcquireOutcome, LimiterError> {
+pub(super) fn parse_reply(
+    reply: &[i64],
+    lease: Option<LeaseId>,
+    algorithm: Algorithm,
+) -> Result<AcquireOutcome, LimiterError> {
     let &[
         code,
         remaining,
@@ -64,6 +158,13 @@ pub(super) fn parse_reply(reply: &[i64]) -> Result<AcquireOutcome, LimiterError>
         reset_after_ms,
         limit,
         version,
+        // A lease exists only when the script recorded one: a grant that was enforced.
+        lease: if decision == Decision::Granted {
+            lease
+        } else {
+            None
+        },
+        algorithm,
     };
     Ok(match code {
         1 => decided(Decision::Granted),

@@ -1,5 +1,19 @@
 use crate::domain::PolicyName;
 
+/// The state keys of one policy (see [`KeySpace::state_keys`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StateKeys {
+    pub fixed_window: String,
+    pub sliding_log: String,
+    pub leases: String,
+}
+
+impl StateKeys {
+    pub fn all(&self) -> [&str; 3] {
+        [&self.fixed_window, &self.sliding_log, &self.leases]
+    }
+}
+
 /// Names of the Redis keys of one deployment.
 #[derive(Debug, Clone)]
 pub struct KeySpace {
@@ -21,6 +35,18 @@ impl KeySpace {
     /// policy ever needs lands in one slot.
     pub fn policy(&self, name: &PolicyName) -> String {
         format!("{}:{{{}}}", self.prefix, name)
+    }
+
+    /// The keys of a policy's state beside its hash, one per algorithm that keeps one:
+    /// the fixed window's counter, the sliding log, the concurrency leases. Same hash tag,
+    /// so a script may take them with the hash on a Redis Cluster.
+    pub fn state_keys(&self, name: &PolicyName) -> StateKeys {
+        let hash = self.policy(name);
+        StateKeys {
+            fixed_window: format!("{hash}:fw"),
+            sliding_log: format!("{hash}:log"),
+            leases: format!("{hash}:leases"),
+        }
     }
 
     /// The marker the sync task leaves after a complete pass: the SQL fingerprint that

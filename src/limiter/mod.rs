@@ -7,16 +7,18 @@ mod changes;
 mod connection;
 mod keys;
 mod own_buckets;
-mod scripts;
+mod release;
+pub mod scripts;
 mod state;
 mod writes;
 
-pub use acquire::{AcquireOutcome, Decision};
+pub use acquire::{AcquireOutcome, Decision, LeaseId};
 pub use activity::MinuteCounts;
 pub use changes::listen_for_changes;
 pub use connection::RedisConn;
-pub use keys::KeySpace;
+pub use keys::{KeySpace, StateKeys};
 pub use own_buckets::OwnBucket;
+pub use release::ReleaseOutcome;
 pub use state::BucketState;
 pub use writes::PolicyConfig;
 

@@ -2,6 +2,8 @@
 //! policy. Their buckets are configured on first use and expire once idle long enough to
 //! be full again, so nothing needs cleaning up.
 
+use crate::domain::Algorithm;
+
 use super::{AcquireOutcome, Decision, Limiter, LimiterError, acquire::parse_reply, scripts};
 
 /// The one application allowed on an own bucket.
@@ -48,7 +50,7 @@ impl Limiter {
         )
         .await?;
 
-        match parse_reply(&reply)? {
+        match parse_reply(&reply, None, Algorithm::TokenBucket)? {
             AcquireOutcome::Decided {
                 decision: Decision::Denied,
                 retry_after_ms,

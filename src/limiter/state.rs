@@ -1,4 +1,5 @@
-//! Reading a bucket's live state, for the admin API and the console.
+//! Reading a policy's live state, whatever its algorithm, for the admin API and the
+//! console (`lua/policy_state.lua`, which writes nothing).
 
 use serde::Serialize;
 
@@ -8,13 +9,18 @@ use super::{Limiter, LimiterError, scripts};
 
 #[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct BucketState {
-    /// Permits available now, refilled to this moment (fractional).
+    /// Permits an acquire could take now (fractional for the token bucket and the
+    /// sliding window's estimate).
     pub current_permits: f64,
     pub max_permits: i64,
+    /// Permits per second; 0 for the algorithms without a rate.
     pub rate: f64,
     pub version: i64,
-    /// When the bucket last granted (Unix ms); 0 if it never has.
+    /// When the state was last written by a grant (Unix ms); 0 if never (or unknown).
     pub updated_ms: i64,
+    /// Milliseconds until `current_permits` is back at `max_permits` if nothing more is
+    /// taken.
+    pub full_in_ms: i64,
 }
 
 impl Limiter {
@@ -24,7 +30,12 @@ impl Limiter {
         name: &PolicyName,
     ) -> Result<Option<BucketState>, LimiterError> {
         let mut conn = self.conn.clone();
-        let invocation = scripts::BUCKET_STATE.key(self.keys.policy(name));
+        let state = self.keys.state_keys(name);
+        let mut invocation = scripts::POLICY_STATE.key(self.keys.policy(name));
+        invocation
+            .key(state.fixed_window)
+            .key(state.sliding_log)
+            .key(state.leases);
         let reply: Vec<redis::Value> = self.timed(invocation.invoke_async(&mut conn)).await?;
         if reply.is_empty() {
             return Ok(None);
@@ -32,7 +43,7 @@ impl Limiter {
         let bad = || LimiterError::Reply(format!("{reply:?}"));
         let text = |v: &redis::Value| redis::from_redis_value_ref::<String>(v).ok();
         let int = |v: &redis::Value| redis::from_redis_value_ref::<i64>(v).ok();
-        let [current, max, rate, version, updated] = reply.as_slice() else {
+        let [current, max, rate, version, updated, full_in, _algorithm] = reply.as_slice() else {
             return Err(bad());
         };
         Ok(Some(BucketState {
@@ -41,6 +52,7 @@ impl Limiter {
             rate: text(rate).and_then(|s| s.parse().ok()).ok_or_else(bad)?,
             version: int(version).ok_or_else(bad)?,
             updated_ms: int(updated).ok_or_else(bad)?,
+            full_in_ms: int(full_in).ok_or_else(bad)?,
         }))
     }
 }

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use futures_util::{StreamExt, stream};
 
-use crate::domain::{PolicyName, PolicySpec};
+use crate::domain::{Algorithm, PolicyName, PolicySpec};
 
 use super::{Limiter, LimiterError, scripts};
 
@@ -20,8 +20,12 @@ pub struct PolicyConfig {
     pub name: PolicyName,
     pub created_ms: i64,
     pub version: i64,
+    pub algorithm: Algorithm,
     pub max_permits: i64,
+    /// 0 for the algorithms that take no rate.
     pub rate: f64,
+    pub window_ms: Option<i64>,
+    pub lease_ttl_ms: Option<i64>,
     pub apps: String,
     pub enabled: bool,
 }
@@ -38,8 +42,11 @@ impl PolicyConfig {
             name: spec.name.clone(),
             created_ms,
             version,
+            algorithm: spec.algorithm,
             max_permits: spec.max_permits.get(),
-            rate: spec.rate.get(),
+            rate: spec.rate.map_or(0.0, |r| r.get()),
+            window_ms: spec.window_ms.map(|w| w.get()),
+            lease_ttl_ms: spec.lease_ttl_ms.map(|l| l.get()),
             apps,
             enabled: spec.enabled,
         }
@@ -64,6 +71,11 @@ impl Limiter {
     pub async fn push_policy(&self, config: &PolicyConfig) -> Result<bool, LimiterError> {
         let mut conn = self.conn.clone();
         let mut invocation = scripts::SYNC_POLICY.key(self.keys.policy(&config.name));
+        // The state keys, so that a change of algorithm or window discards old state.
+        for key in self.keys.state_keys(&config.name).all() {
+            invocation.key(key);
+        }
+        let optional = |v: Option<i64>| v.map_or_else(String::new, |v| v.to_string());
         invocation
             .arg(config.created_ms)
             .arg(config.version)
@@ -71,7 +83,10 @@ impl Limiter {
             // Rust's shortest round-trip form: every instance writes the same string.
             .arg(config.rate.to_string())
             .arg(&config.apps)
-            .arg(if config.enabled { "1" } else { "0" });
+            .arg(if config.enabled { "1" } else { "0" })
+            .arg(config.algorithm.as_str())
+            .arg(optional(config.window_ms))
+            .arg(optional(config.lease_ttl_ms));
         let fut = invocation.invoke_async::<i64>(&mut conn);
         let written = tokio::time::timeout(self.sync_timeout(), fut)
             .await
@@ -131,6 +146,9 @@ impl Limiter {
         let mut conn = self.conn.clone();
         let mut cmd = redis::cmd("DEL");
         cmd.arg(self.keys.policy(name));
+        for key in self.keys.state_keys(name).all() {
+            cmd.arg(key);
+        }
         let fut = cmd.query_async::<i64>(&mut conn);
         tokio::time::timeout(self.sync_timeout(), fut)
             .await
@@ -173,6 +191,9 @@ impl Limiter {
                     .is_some_and(|name| !known.contains(name));
                 if orphan {
                     let mut invocation = scripts::DELETE_IF_STALE.key(&key);
+                    for state in [":fw", ":log", ":leases"] {
+                        invocation.key(format!("{key}{state}"));
+                    }
                     invocation.arg(read_at_ms);
                     deleted += invocation.invoke_async::<i64>(&mut conn).await? as usize;
                 }

@@ -157,8 +157,11 @@ async fn two_instances_side_by_side_do_not_fight() {
             .parse()
             .unwrap(),
         version: 1,
+        algorithm: ratekeeper::domain::Algorithm::TokenBucket,
         max_permits: 10,
         rate: 0.001,
+        window_ms: None,
+        lease_ttl_ms: None,
         apps: ",shop,".into(),
         enabled: true,
     };

@@ -1,0 +1,99 @@
+//! `POST /v1/release`: gives a concurrency lease back, so its permits are free again at
+//! once rather than when the lease expires.
+
+use actix_web::http::StatusCode;
+use actix_web::{HttpRequest, HttpResponse, web};
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use super::acquire::{client_key, required_field};
+use super::json::ValidJson;
+use super::problem::Problem;
+use super::{AppState, WorkerLimiter};
+use crate::domain::{FieldError, PolicyName};
+use crate::limiter::{LeaseId, ReleaseOutcome};
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReleaseRequest {
+    /// The policy name the lease was acquired on.
+    pub resource: Option<String>,
+    /// The `lease_id` of the acquire's reply.
+    pub lease_id: Option<String>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ReleaseReply {
+    pub released: bool,
+    /// Permits given back.
+    pub permits: i64,
+    /// Permits free after the release.
+    pub remaining: i64,
+}
+
+#[utoipa::path(
+    post, path = "/v1/release", tag = "acquire",
+    request_body = ReleaseRequest,
+    responses(
+        (status = 200, description = "Released", body = ReleaseReply),
+        (status = 400, description = "Malformed request"),
+        (status = 401, description = "No or bad API key"),
+        (status = 404, description = "No such lease held by this application (expired, already released, or another's)"),
+        (status = 409, description = "The policy does not use leases"),
+        (status = 503, description = "Redis unreachable"),
+    ),
+    security(("api_key" = []))
+)]
+pub async fn release(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    limiter: web::Data<WorkerLimiter>,
+    body: ValidJson<ReleaseRequest>,
+) -> Result<HttpResponse, Problem> {
+    let key = client_key(&req, &state)?;
+    let body = body.0;
+    let name = required_field("resource", body.resource, |r| {
+        PolicyName::parse_field("resource", &r)
+    })?;
+    let lease = required_field("lease_id", body.lease_id, |l| {
+        LeaseId::parse(&l).ok_or_else(|| {
+            FieldError::new("lease_id", "must be the 32 hex digits an acquire returned")
+        })
+    })?;
+    match limiter.0.release(&name, &key.app, lease).await {
+        Ok(ReleaseOutcome::Released { remaining, permits }) => {
+            Ok(HttpResponse::Ok().json(ReleaseReply {
+                released: true,
+                permits,
+                remaining,
+            }))
+        }
+        Ok(ReleaseOutcome::NoSuchPolicy) => Err(Problem::not_found(format!(
+            "no policy named {:?}",
+            name.as_str()
+        ))),
+        Ok(ReleaseOutcome::NotLeased(algorithm)) => Err(Problem::new(
+            StatusCode::CONFLICT,
+            "not-a-lease-policy",
+            "Not a concurrency policy",
+            format!(
+                "policy {:?} uses {}, which hands out no leases",
+                name.as_str(),
+                algorithm.as_str()
+            ),
+        )),
+        Ok(ReleaseOutcome::NotHeld) => Err(Problem::new(
+            StatusCode::NOT_FOUND,
+            "lease-not-held",
+            "Lease not held",
+            "this application holds no such lease: it expired, was already released, or was never \
+             acquired by this application",
+        )),
+        Err(e) => {
+            tracing::warn!(policy = %name, error = %e, "release could not reach redis");
+            Err(Problem::unavailable(
+                "the limiter cannot reach redis; the lease expires by itself after its ttl",
+            ))
+        }
+    }
+}
