@@ -110,6 +110,22 @@
     sel.addRange(range);
   }
 
+  // The policy form shows only the fields of the chosen algorithm; hidden ones are also
+  // disabled, so they are not sent (the server refuses a field the algorithm does not use).
+  function algorithmFields() {
+    var select = document.getElementById('algorithm');
+    if (!select) { return; }
+    function apply() {
+      document.querySelectorAll('[data-algorithms]').forEach(function (group) {
+        var used = group.getAttribute('data-algorithms').split(' ').indexOf(select.value) >= 0;
+        group.hidden = !used;
+        group.querySelectorAll('input, select').forEach(function (input) { input.disabled = !used; });
+      });
+    }
+    select.addEventListener('change', apply);
+    apply();
+  }
+
   function confirmForms() {
     document.querySelectorAll('form[data-confirm]').forEach(function (form) {
       form.addEventListener('submit', function (event) {
@@ -123,5 +139,6 @@
     if (live && live.querySelector('tr[data-policy]')) { startLive(live); }
     copyButtons();
     confirmForms();
+    algorithmFields();
   });
 })();

@@ -8,7 +8,7 @@ use askama::Template;
 use serde::Deserialize;
 
 use super::error::ConsoleError;
-use super::format::{ago, number, readable_rate, short_time};
+use super::format::{ago, number, readable_limit, short_time};
 use super::forms::FormErrors;
 use super::page::{Chrome, Notice};
 use super::render;
@@ -115,7 +115,7 @@ impl PolicyRow {
         Self {
             name: policy.name.clone(),
             algorithm: policy.algorithm.as_str(),
-            rate: readable_rate(policy.rate),
+            rate: readable_limit(policy),
             max_permits: policy.max_permits,
             allowed_apps: policy.allowed_apps.join(", "),
             failure_mode: policy.failure_mode.as_str(),

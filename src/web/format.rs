@@ -37,6 +37,42 @@ pub fn number(x: f64) -> String {
     s.trim_end_matches('0').trim_end_matches('.').to_owned()
 }
 
+/// A duration in ms as a person would say it: "100 ms", "second", "5 s", "minute",
+/// "90 min", "hour"; used as "40 per {this}".
+pub fn readable_window(ms: i64) -> String {
+    match ms {
+        1000 => "second".to_owned(),
+        60_000 => "minute".to_owned(),
+        3_600_000 => "hour".to_owned(),
+        86_400_000 => "day".to_owned(),
+        ms if ms % 3_600_000 == 0 => format!("{} h", ms / 3_600_000),
+        ms if ms % 60_000 == 0 => format!("{} min", ms / 60_000),
+        ms if ms % 1000 == 0 => format!("{} s", ms / 1000),
+        ms => format!("{ms} ms"),
+    }
+}
+
+/// What a policy allows, in words, whatever its algorithm: "10 per second",
+/// "40 per 100 ms", "8 at once (leases up to 30 s)".
+pub fn readable_limit(policy: &crate::admin::PolicyView) -> String {
+    match (policy.rate, policy.window_ms, policy.lease_ttl_ms) {
+        (Some(rate), _, _) => readable_rate(rate),
+        (None, Some(window), _) => {
+            format!("{} per {}", policy.max_permits, readable_window(window))
+        }
+        (None, None, Some(ttl)) => format!(
+            "{} at once (leases up to {})",
+            policy.max_permits,
+            readable_window(ttl)
+                .replace("second", "1 s")
+                .replace("minute", "1 min")
+                .replace("hour", "1 h")
+                .replace("day", "1 day")
+        ),
+        (None, None, None) => String::new(),
+    }
+}
+
 /// Seconds in a unit of the rate form.
 pub fn unit_seconds(unit: &str) -> Option<f64> {
     UNITS.iter().find(|(u, _)| *u == unit).map(|&(_, s)| s)
@@ -56,10 +92,10 @@ pub fn ago(ms: i64, now_ms: i64) -> String {
     }
 }
 
-/// An RFC 3339 time as stored in views, shortened for a table ("2026-11-22 04:19 UTC").
+/// An RFC 3339 time as stored in views, shortened for a table ("2026-11-22 04:19:07 UTC").
 pub fn short_time(rfc3339: &str) -> String {
     chrono::DateTime::parse_from_rfc3339(rfc3339)
-        .map(|t| t.format("%Y-%m-%d %H:%M UTC").to_string())
+        .map(|t| t.format("%Y-%m-%d %H:%M:%S UTC").to_string())
         .unwrap_or_else(|_| rfc3339.to_owned())
 }
 
@@ -90,6 +126,9 @@ mod tests {
         assert_eq!(readable_rate(0.001), "3.6 per hour");
         assert_eq!(readable_rate(0.00001), "0.864 per day");
         assert_eq!(rate_in_unit(2.5), (2.5, "second"));
+        assert_eq!(readable_window(100), "100 ms");
+        assert_eq!(readable_window(60_000), "minute");
+        assert_eq!(readable_window(90_000), "90 s");
     }
 
     #[test]

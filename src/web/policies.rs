@@ -8,7 +8,7 @@ use askama::Template;
 use serde::Deserialize;
 
 use super::error::ConsoleError;
-use super::format::{number, rate_in_unit, readable_rate, unit_seconds};
+use super::format::{number, rate_in_unit, readable_limit, unit_seconds};
 use super::forms::FormErrors;
 use super::login::CsrfForm;
 use super::page::Chrome;
@@ -16,7 +16,7 @@ use super::session::SignedIn;
 use super::{render, see_other};
 use crate::admin::{AdminError, AppDetail, PolicyInput, PolicyView};
 use crate::api::AppState;
-use crate::domain::FieldErrors;
+use crate::domain::{Algorithm, FieldErrors};
 
 /// What the policy form sends: text as typed, parsed here so that a bad number is an
 /// error next to its field like any other.
@@ -32,6 +32,10 @@ pub struct PolicyForm {
     pub rate_unit: String,
     #[serde(default)]
     pub max_permits: String,
+    #[serde(default)]
+    pub window_ms: String,
+    #[serde(default)]
+    pub lease_ttl_ms: String,
     #[serde(default)]
     pub allowed_apps: String,
     #[serde(default)]
@@ -59,17 +63,20 @@ impl PolicyForm {
     }
 
     fn of(policy: &PolicyView) -> Self {
-        let (amount, unit) = rate_in_unit(policy.rate);
+        let (rate, rate_unit) = match policy.rate.map(rate_in_unit) {
+            Some((amount, unit)) if amount.fract() == 0.0 => (number(amount), unit),
+            Some((amount, unit)) => (amount.to_string(), unit),
+            None => (String::new(), "second"),
+        };
+        let text = |v: Option<i64>| v.map(|v| v.to_string()).unwrap_or_default();
         Self {
             name: policy.name.clone(),
             algorithm: policy.algorithm.as_str().to_owned(),
-            rate: if amount.fract() == 0.0 {
-                number(amount)
-            } else {
-                amount.to_string()
-            },
-            rate_unit: unit.to_owned(),
+            rate,
+            rate_unit: rate_unit.to_owned(),
             max_permits: policy.max_permits.to_string(),
+            window_ms: text(policy.window_ms),
+            lease_ttl_ms: text(policy.lease_ttl_ms),
             allowed_apps: policy.allowed_apps.join(", "),
             failure_mode: policy.failure_mode.as_str().to_owned(),
             enabled: policy.enabled.then(|| "on".to_owned()),
@@ -80,39 +87,49 @@ impl PolicyForm {
     }
 
     /// The input for `admin`, or the errors of the fields that are not even numbers.
-    /// On an edit, the rate is only sent when it really changed: the form shows it
-    /// rounded to its unit, and re-sending that would nudge the stored value.
+    /// A field left empty is not sent (the form hides the fields the chosen algorithm
+    /// does not use; `admin` refuses any that is sent anyway, naming it). On an edit, the
+    /// rate is only sent when it really changed: the form shows it rounded to its unit,
+    /// and re-sending that would nudge the stored value.
     fn to_input(&self, current: Option<&PolicyView>) -> Result<PolicyInput, FieldErrors> {
         let mut errors = FieldErrors::default();
-        let rate = match (
-            self.rate.trim().parse::<f64>(),
-            unit_seconds(&self.rate_unit),
-        ) {
-            (Ok(amount), Some(seconds)) if amount.is_finite() => Some(amount / seconds),
-            (Ok(_), None) => {
+        let rate = match (self.rate.trim(), unit_seconds(&self.rate_unit)) {
+            ("", _) => None,
+            (_, None) => {
                 errors.push("rate_unit", "must be second, minute, hour or day");
                 None
             }
-            _ => {
-                errors.push("rate", "must be a number, such as 10 or 0.5");
-                None
-            }
+            (amount, Some(seconds)) => match amount.parse::<f64>() {
+                Ok(amount) if amount.is_finite() => Some(amount / seconds),
+                _ => {
+                    errors.push("rate", "must be a number, such as 10 or 0.5");
+                    None
+                }
+            },
         };
-        let rate = match (rate, current) {
-            (Some(new), Some(cur)) if ((new - cur.rate) / cur.rate).abs() < 1e-6 => None,
+        let rate = match (rate, current.and_then(|c| c.rate)) {
+            (Some(new), Some(cur)) if ((new - cur) / cur).abs() < 1e-6 => None,
             (rate, _) => rate,
         };
-        let max_permits = match self.max_permits.trim().parse::<i64>() {
-            Ok(m) => Some(m),
-            Err(_) => {
-                errors.push("max_permits", "must be a whole number, such as 10");
-                None
+        let mut whole = |field: &str, text: &str, example: &str| -> Option<i64> {
+            match text.trim() {
+                "" => None,
+                t => t.parse::<i64>().map_or_else(
+                    |_| {
+                        errors.push(field, format!("must be a whole number, such as {example}"));
+                        None
+                    },
+                    Some,
+                ),
             }
         };
-        let version = match (current, self.version.trim().parse::<i64>()) {
-            (None, _) => None,
-            (Some(_), Ok(v)) => Some(v),
-            (Some(_), Err(_)) => {
+        let max_permits = whole("max_permits", &self.max_permits, "10");
+        let window_ms = whole("window_ms", &self.window_ms, "1000");
+        let lease_ttl_ms = whole("lease_ttl_ms", &self.lease_ttl_ms, "30000");
+        let version = match current.map(|_| self.version.trim().parse::<i64>()) {
+            None => None,
+            Some(Ok(v)) => Some(v),
+            Some(Err(_)) => {
                 errors.push("version", "is missing; reload the page");
                 None
             }
@@ -130,6 +147,8 @@ impl PolicyForm {
             algorithm: Some(self.algorithm.clone()),
             rate,
             max_permits,
+            window_ms,
+            lease_ttl_ms,
             allowed_apps: Some(allowed_apps),
             failure_mode: Some(self.failure_mode.clone()),
             enabled: Some(self.enabled.is_some()),
@@ -149,6 +168,21 @@ struct PolicyFormPage {
     editing: Option<String>,
     form: PolicyForm,
     errors: FormErrors,
+    /// The algorithm choices: (value, label).
+    algorithms: Vec<(&'static str, String)>,
+}
+
+/// Each algorithm with what it allows, for the form's choice.
+fn algorithm_choices() -> Vec<(&'static str, String)> {
+    Algorithm::ALL
+        .iter()
+        .map(|a| {
+            (
+                a.as_str(),
+                format!("{}: {}", a.as_str().replace('_', " "), a.summary()),
+            )
+        })
+        .collect()
 }
 
 impl PolicyFormPage {
@@ -166,6 +200,8 @@ impl PolicyFormPage {
             "rate",
             "rate_unit",
             "max_permits",
+            "window_ms",
+            "lease_ttl_ms",
             "allowed_apps",
             "failure_mode",
             "enabled",
@@ -217,6 +253,7 @@ pub async fn new(
         app,
         editing: None,
         errors: FormErrors::default(),
+        algorithms: algorithm_choices(),
     })
 }
 
@@ -252,6 +289,7 @@ pub async fn create(
         editing: None,
         form,
         errors,
+        algorithms: algorithm_choices(),
     };
     rerender(&page, StatusCode::UNPROCESSABLE_ENTITY)
 }
@@ -268,6 +306,7 @@ pub async fn edit(
         editing: Some(policy.name),
         app,
         errors: FormErrors::default(),
+        algorithms: algorithm_choices(),
     })
 }
 
@@ -304,10 +343,11 @@ pub async fn update(
             let theirs = state.admin.get_policy(&signed_in.actor, &name).await?;
             let message = format!(
                 "Someone else changed this policy while you edited it (it is now version {}: \
-                 {}, max {} permits, allowed apps {}, failure mode {}, {}). Your changes are \
-                 still in the form below and were not saved; save again to replace theirs.",
+                 {}, {}, max {} permits, allowed apps {}, failure mode {}, {}). Your changes \
+                 are still in the form below and were not saved; save again to replace theirs.",
                 theirs.version,
-                readable_rate(theirs.rate),
+                theirs.algorithm.as_str(),
+                readable_limit(&theirs),
                 theirs.max_permits,
                 theirs.allowed_apps.join(", "),
                 theirs.failure_mode.as_str(),
@@ -329,6 +369,7 @@ pub async fn update(
         editing: Some(current.name),
         form,
         errors,
+        algorithms: algorithm_choices(),
     };
     rerender(&page, status)
 }
@@ -349,7 +390,7 @@ pub async fn confirm_delete(
     let (policy, _) = editable_policy(&state, &signed_in, &name).await?;
     render(&DeletePage {
         chrome: signed_in.chrome("apps"),
-        rate: readable_rate(policy.rate),
+        rate: readable_limit(&policy),
         policy,
     })
 }
