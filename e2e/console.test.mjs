@@ -297,6 +297,16 @@ describe('console', { timeout: 10 * TEST_TIMEOUT_MS }, () => {
       throw new Error(`${selector} never showed 0 within ${LIVE_UPDATE_TIMEOUT_MS} ms; it shows ${JSON.stringify(shown)}`, { cause: e });
     }
     assert.equal(await page.evaluate(() => window.__rkE2eNoReload), true, 'the page was reloaded');
+    // The chart of the last minutes counts the 3 grants and the denial (instances add
+    // their counts to Redis every 2 s; the page polls every 2 s).
+    const activity = `#policies tr[data-policy="${CHECKOUT.name}"] .activity-text`;
+    await page.waitForFunction(
+      (sel) => document.querySelector(sel)?.textContent.trim() === '3 granted, 1 denied',
+      activity,
+      { timeout: LIVE_UPDATE_TIMEOUT_MS },
+    );
+    assert.equal(await page.locator(`#policies tr[data-policy="${CHECKOUT.name}"] svg.chart rect.g`).count() > 0, true);
+    await screenshots(page, 'apps-shop-live');
 
     // Sign out: afterwards /apps no longer shows the applications.
     const logout = page.locator('form#logout');
@@ -340,6 +350,33 @@ describe('console', { timeout: 10 * TEST_TIMEOUT_MS }, () => {
     assert.equal(await policyForm(page).locator('[name="name"]').inputValue(), 'bad name!');
     assert.equal(await policyForm(page).locator('[name="max_permits"]').inputValue(), '0');
     await screenshots(page, 'policy-form-errors');
+  });
+
+  uiTest('(e) the form shows the fields of the chosen algorithm, and a fixed window is listed', async () => {
+    const page = await newPage();
+    await signInOk(page, USERS.olivia);
+    await page.goto(`/apps/${APP.slug}/policies/new`);
+    const form = policyForm(page);
+    const field = (name) => form.locator(`[name="${name}"]`);
+    // The token bucket (the default) takes a rate and no window.
+    assert.equal(await field('rate').isVisible(), true, 'rate hidden for token_bucket');
+    assert.equal(await field('window_ms').isVisible(), false, 'window_ms shown for token_bucket');
+    await field('algorithm').selectOption('fixed_window');
+    assert.equal(await field('rate').isVisible(), false, 'rate shown for fixed_window');
+    assert.equal(await field('window_ms').isVisible(), true, 'window_ms hidden for fixed_window');
+    assert.equal(await field('lease_ttl_ms').isVisible(), false, 'lease_ttl_ms shown for fixed_window');
+    await field('name').fill('search');
+    await field('window_ms').fill('60000');
+    await field('max_permits').fill('5');
+    await screenshots(page, 'policy-form-fixed-window');
+    await Promise.all([nextFormPost(page), form.getByRole('button', { name: 'Create policy', exact: true }).click()]);
+    await page.waitForLoadState();
+    assert.equal(pathname(page), `/apps/${APP.slug}`, `after create: ${pathname(page)}`);
+    const row = page.locator('#policies tr[data-policy="search"]');
+    await row.waitFor({ state: 'visible' });
+    assert.equal((await row.locator('td[data-col="algorithm"]').innerText()).trim(), 'fixed_window');
+    assert.equal((await row.locator('td[data-col="rate"]').innerText()).trim(), '5 per minute');
+    assert.equal((await row.locator('td[data-col="current"]').innerText()).trim(), '5');
   });
 
   uiTest('(c) a viewer sees the policies but no edit controls', async () => {

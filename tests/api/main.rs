@@ -5,8 +5,12 @@ mod helpers;
 
 mod acquire;
 mod admin_api;
+mod algorithms;
 mod cli;
 mod console;
+mod lua_algorithms;
+mod lua_scripts;
+mod lua_state;
 mod lua_token_bucket;
 mod operations;
 mod store;
