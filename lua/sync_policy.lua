@@ -12,9 +12,9 @@
 --          a missing field means token_bucket to every script).
 -- ARGV[8]  optional window_ms (integer >= 1); absent or "" leaves the field as it is.
 --          Required (here or already in the hash) by fixed_window, sliding_log and
---          sliding_window.
+--          sliding_window; removed for the other algorithms.
 -- ARGV[9]  optional lease_ttl_ms (integer >= 1); absent or "" leaves the field as it is.
---          Required (here or already in the hash) by concurrency.
+--          Required (here or already in the hash) by concurrency; removed for the others.
 --
 -- Reply: 1 written; 0 nothing to do (same config already there, or a newer one: an
 -- instance with an older view never overwrites a newer one, so instances do not fight).
@@ -82,6 +82,15 @@ if algorithm == 'concurrency' and not lease_arg and not h[11] then
   return redis.error_reply('ERR concurrency needs lease_ttl_ms')
 end
 
+-- Whether the hash holds exactly the parameters this algorithm takes, as given (a field
+-- HMGET did not find is `false` in Lua).
+local function same_param(used, arg, current)
+  if used then
+    return current and (not arg or current == arg)
+  end
+  return not current
+end
+
 if cur_created and cur_version then
   if cur_created > created or (cur_created == created and cur_version > version) then
     return 0
@@ -89,8 +98,8 @@ if cur_created and cur_version then
   if cur_created == created and cur_version == version and h[3] == ARGV[3]
       and h[4] == ARGV[4] and h[5] == ARGV[5] and h[6] == ARGV[6]
       and cur_algorithm == algorithm
-      and (not window_arg or h[10] == window_arg)
-      and (not lease_arg or h[11] == lease_arg) then
+      and same_param(WINDOWED[algorithm], window_arg, h[10])
+      and same_param(algorithm == 'concurrency', lease_arg, h[11]) then
     return 0
   end
 end
@@ -140,10 +149,15 @@ if given(ARGV[7]) then
 else
   redis.call('HDEL', key, 'algorithm')
 end
-if window_arg then
+-- A parameter the algorithm does not use goes, so no stale field lingers (or costs memory).
+if not WINDOWED[algorithm] then
+  redis.call('HDEL', key, 'window_ms')
+elseif window_arg then
   redis.call('HSET', key, 'window_ms', window_arg)
 end
-if lease_arg then
+if algorithm ~= 'concurrency' then
+  redis.call('HDEL', key, 'lease_ttl_ms')
+elseif lease_arg then
   redis.call('HSET', key, 'lease_ttl_ms', lease_arg)
 end
 return 1

@@ -84,7 +84,11 @@ impl Limiter {
             .arg(config.rate.to_string())
             .arg(&config.apps)
             .arg(if config.enabled { "1" } else { "0" })
-            .arg(config.algorithm.as_str())
+            // The default algorithm is not stored: 18 bytes less per policy in Redis.
+            .arg(match config.algorithm {
+                Algorithm::TokenBucket => "",
+                other => other.as_str(),
+            })
             .arg(optional(config.window_ms))
             .arg(optional(config.lease_ttl_ms));
         let fut = invocation.invoke_async::<i64>(&mut conn);

@@ -330,10 +330,14 @@ async fn a_policy_of_each_algorithm_round_trips(db: Db) {
 
         // Redis holds the same configuration.
         let hash = app.policy_key(name);
+        // The default algorithm is not stored (a missing field means token_bucket).
+        let stored = app.redis_field(&hash, "algorithm").await;
         assert_eq!(
-            app.redis_field(&hash, "algorithm").await.as_deref(),
-            Some(algorithm)
+            stored.as_deref().unwrap_or("token_bucket"),
+            algorithm,
+            "{algorithm}"
         );
+        assert_eq!(stored.is_none(), algorithm == "token_bucket");
         let parameter = own_parameter(algorithm);
         if parameter != "rate" {
             assert_eq!(
