@@ -16,7 +16,8 @@
 # Knobs (environment): BENCH_DURATION (10s), BENCH_SKIP_BUILD (0), BENCH_WARMUP (2s, 0 to
 # skip), BENCH_CONNECTIONS (64), BENCH_THREADS (2), BENCH_POLICIES (10000),
 # BENCH_CREATE_PARALLEL (8), BENCH_REDIS_REQUESTS (200000), BENCH_BIN
-# (target/release/ratekeeper), BENCH_KEEP_TMP (0; 1 keeps the temporary directory).
+# (target/release/ratekeeper), BENCH_KEEP_TMP (0; 1 keeps the temporary directory),
+# BENCH_POLICY (the JSON fields of the granted scenarios' policies; see HUGE_POLICY).
 set -euo pipefail
 export LC_ALL=C # '.' decimals in awk, one sort order for sort and comm
 
@@ -38,7 +39,10 @@ PREFIX=bench                  # RATEKEEPER_REDIS_PREFIX of the server under test
 APP=bench
 ADMIN=bench
 ADMIN_PASSWORD=bench-password-123
-HUGE_POLICY='"rate":1000000,"max_permits":1000000000'
+# The granted scenarios' policies: a limit never reached. BENCH_POLICY replaces it, to
+# measure another algorithm, e.g. '"algorithm":"fixed_window","window_ms":1000,
+# "max_permits":1000000000' or '"algorithm":"gcra","rate":1000000,"max_permits":1000000000'.
+HUGE_POLICY=${BENCH_POLICY:-'"rate":1000000,"max_permits":1000000000'}
 # redis-benchmark's bucket lives outside the server's prefix: the server's reconcile
 # deletes every `bench:{...}` key that has no policy in SQL, and would delete this one.
 RB_KEY='rbench:{rb}'

@@ -22,6 +22,9 @@ use crate::store::Store;
 use crate::sync::Sync;
 use crate::web as console;
 
+/// How long a background task's Redis call may take at least (an acquire's is shorter).
+const BACKGROUND_REDIS_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// The parts every command needs: the migrated store and the admin operations on it.
 pub struct Core {
     pub store: Store,
@@ -29,6 +32,8 @@ pub struct Core {
     pub snapshot: Arc<Snapshot>,
     pub denials: Arc<DenialCache>,
     pub decisions: Arc<DecisionCounts>,
+    /// The limiter of the background tasks, on a connection of their own.
+    pub background: Limiter,
     pub sync: Sync,
     pub admin: Admin,
 }
@@ -40,18 +45,18 @@ impl Core {
         let conn = RedisConn::connect(settings.redis_url.expose_secret(), settings.redis_timeout())
             .await?;
         let limiter = Limiter::new(conn, &settings.redis_prefix, settings.redis_timeout());
-        // The sync task's own connection: its passes must not queue ahead of acquires on
-        // the multiplexed connection of the hot path.
-        let sync_conn =
-            RedisConn::connect(settings.redis_url.expose_secret(), settings.redis_timeout())
-                .await?;
-        let sync_limiter =
-            Limiter::new(sync_conn, &settings.redis_prefix, settings.redis_timeout());
+        // The background tasks' own connection (sync passes, decision counts): they must
+        // not queue ahead of acquires on the multiplexed connection of the hot path, and
+        // they may wait longer for an answer than an acquire may.
+        let background_timeout = settings.redis_timeout().max(BACKGROUND_REDIS_TIMEOUT);
+        let background_conn =
+            RedisConn::connect(settings.redis_url.expose_secret(), background_timeout).await?;
+        let background = Limiter::new(background_conn, &settings.redis_prefix, background_timeout);
         let snapshot = Arc::new(Snapshot::default());
         let denials = Arc::new(DenialCache::new(settings.sync_interval()));
         let sync = Sync::new(
             store.clone(),
-            sync_limiter,
+            background.clone(),
             snapshot.clone(),
             denials.clone(),
         );
@@ -62,6 +67,7 @@ impl Core {
             snapshot,
             denials,
             decisions: Arc::default(),
+            background,
             sync,
             admin,
         })
@@ -113,7 +119,7 @@ impl Application {
         );
         let flusher_task = tokio::spawn(run_flusher(
             core.decisions.clone(),
-            core.limiter.clone(),
+            core.background.clone(),
             shutdown.clone(),
         ));
         let state = web::Data::new(AppState {

@@ -64,7 +64,7 @@ pub struct PushStats {
 impl Limiter {
     /// Sync writes are off the hot path: they get more time than an acquire.
     fn sync_timeout(&self) -> Duration {
-        (self.timeout * 10).max(Duration::from_secs(1))
+        self.timeout.max(Duration::from_secs(1))
     }
 
     /// Writes one policy's config; `true` when Redis changed.
