@@ -10,7 +10,7 @@ use super::error::ConsoleError;
 use super::forms::FormErrors;
 use super::page::{Chrome, Notice};
 use super::session::SignedIn;
-use super::{render, see_other};
+use super::{render, render_status, see_other};
 use crate::admin::{AdminError, AppView};
 use crate::api::AppState;
 use crate::domain::FieldErrors;
@@ -103,7 +103,8 @@ pub async fn change_password(
             Err(e) => return Err(e.into()),
         }
     };
-    let mut response = render(&page(&state, &signed_in, errors).await?)?;
-    *response.status_mut() = StatusCode::UNPROCESSABLE_ENTITY;
-    Ok(response)
+    render_status(
+        &page(&state, &signed_in, errors).await?,
+        StatusCode::UNPROCESSABLE_ENTITY,
+    )
 }

@@ -2,6 +2,7 @@
 //! policies (live), members and API keys. The live state is also served as JSON for the
 //! page's script.
 
+use actix_web::http::StatusCode;
 use actix_web::http::header::{self, CacheControl, CacheDirective};
 use actix_web::{HttpResponse, web};
 use askama::Template;
@@ -11,8 +12,8 @@ use super::error::ConsoleError;
 use super::format::{ago, number, readable_limit, short_time};
 use super::forms::FormErrors;
 use super::page::{Chrome, Notice};
-use super::render;
 use super::session::SignedIn;
+use super::{render, render_status};
 use crate::admin::{AdminError, AppDetail, AppInput, AppView, CreatedKey, LivePolicy, PolicyView};
 use crate::api::AppState;
 use crate::store::now_ms;
@@ -78,15 +79,14 @@ pub async fn create(
         Err(e) => return Err(e.into()),
     };
     let apps = state.admin.list_apps(&signed_in.actor).await?;
-    let mut response = render(&AppsPage {
+    let page = AppsPage {
         chrome: signed_in.chrome("apps"),
         can_create: true,
         apps,
         form,
         errors,
-    })?;
-    *response.status_mut() = actix_web::http::StatusCode::UNPROCESSABLE_ENTITY;
-    Ok(response)
+    };
+    render_status(&page, StatusCode::UNPROCESSABLE_ENTITY)
 }
 
 /// One row of the policies table.

@@ -3,7 +3,7 @@
 
 use actix_web::cookie::time::Duration;
 use actix_web::http::StatusCode;
-use actix_web::http::header::{self, ContentType};
+use actix_web::http::header;
 use actix_web::{HttpRequest, HttpResponse, web};
 use askama::Template;
 use secrecy::SecretString;
@@ -13,6 +13,7 @@ use super::error::ConsoleError;
 use super::login_guard;
 use super::page::Chrome;
 use super::session::{SESSION_COOKIE, SignedIn, constant_time_eq, cookie, removal};
+use super::{render_status, see_other};
 use crate::admin::SESSION_LIFETIME_MS;
 use crate::api::AppState;
 use crate::auth::{Secret, SecretKind};
@@ -64,12 +65,6 @@ fn safe_next(next: Option<&str>) -> String {
     }
 }
 
-fn see_other(location: &str) -> HttpResponse {
-    HttpResponse::SeeOther()
-        .insert_header((header::LOCATION, location.to_owned()))
-        .finish()
-}
-
 pub async fn show(
     req: HttpRequest,
     state: web::Data<AppState>,
@@ -99,11 +94,11 @@ fn render_form(
         username,
         error,
     };
-    let body = page.render().map_err(anyhow::Error::from)?;
-    Ok(HttpResponse::build(status)
-        .cookie(cookie(req, LOGIN_CSRF_COOKIE, csrf, Duration::hours(2)))
-        .content_type(ContentType::html())
-        .body(body))
+    let mut response = render_status(&page, status)?;
+    response
+        .add_cookie(&cookie(req, LOGIN_CSRF_COOKIE, csrf, Duration::hours(2)))
+        .map_err(anyhow::Error::from)?;
+    Ok(response)
 }
 
 pub async fn submit(

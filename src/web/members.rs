@@ -11,7 +11,7 @@ use super::error::ConsoleError;
 use super::forms::FormErrors;
 use super::login::CsrfForm;
 use super::session::SignedIn;
-use super::{render, see_other};
+use super::{render_status, see_other};
 use crate::admin::{AdminError, KeyInput, MemberInput};
 use crate::api::AppState;
 
@@ -34,9 +34,7 @@ async fn app_page_with(
 ) -> Result<HttpResponse, ConsoleError> {
     let mut page = AppPage::load(state, signed_in, slug).await?;
     fill(&mut page);
-    let mut response = render(&page)?;
-    *response.status_mut() = StatusCode::UNPROCESSABLE_ENTITY;
-    Ok(response)
+    render_status(&page, StatusCode::UNPROCESSABLE_ENTITY)
 }
 
 /// `POST /apps/{slug}/members`: adds a member or changes a member's role.
@@ -117,8 +115,7 @@ pub async fn create_key(
         Ok(created) => {
             let mut page = AppPage::load(&state, &signed_in, &slug).await?;
             page.new_key = Some(created);
-            let mut response = render(&page)?;
-            *response.status_mut() = StatusCode::CREATED;
+            let mut response = render_status(&page, StatusCode::CREATED)?;
             // The key is in this page and nowhere else: no cache may keep it.
             response.headers_mut().insert(
                 actix_web::http::header::CACHE_CONTROL,

@@ -106,8 +106,16 @@ pub fn see_other(location: &str) -> HttpResponse {
 
 /// A page as an HTML response.
 pub fn render(page: &impl Template) -> Result<HttpResponse, ConsoleError> {
+    render_status(page, StatusCode::OK)
+}
+
+/// A page as an HTML response with another status (a form back with its errors: 422).
+pub fn render_status(
+    page: &impl Template,
+    status: StatusCode,
+) -> Result<HttpResponse, ConsoleError> {
     let body = page.render().map_err(anyhow::Error::from)?;
-    Ok(HttpResponse::Ok()
+    Ok(HttpResponse::build(status)
         .content_type(ContentType::html())
         .body(body))
 }

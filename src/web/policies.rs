@@ -13,7 +13,7 @@ use super::forms::FormErrors;
 use super::login::CsrfForm;
 use super::page::Chrome;
 use super::session::SignedIn;
-use super::{render, see_other};
+use super::{render, render_status, see_other};
 use crate::admin::{AdminError, AppDetail, PolicyInput, PolicyView};
 use crate::api::AppState;
 use crate::domain::{Algorithm, FieldErrors};
@@ -210,12 +210,6 @@ impl PolicyFormPage {
     }
 }
 
-fn rerender(page: &PolicyFormPage, status: StatusCode) -> Result<HttpResponse, ConsoleError> {
-    let mut response = render(page)?;
-    *response.status_mut() = status;
-    Ok(response)
-}
-
 /// The application, if the actor may edit it; a viewer gets 403 even for the form.
 async fn editable_app(
     state: &AppState,
@@ -291,7 +285,7 @@ pub async fn create(
         errors,
         algorithms: algorithm_choices(),
     };
-    rerender(&page, StatusCode::UNPROCESSABLE_ENTITY)
+    render_status(&page, StatusCode::UNPROCESSABLE_ENTITY)
 }
 
 pub async fn edit(
@@ -371,7 +365,7 @@ pub async fn update(
         errors,
         algorithms: algorithm_choices(),
     };
-    rerender(&page, status)
+    render_status(&page, status)
 }
 
 #[derive(Template)]

@@ -11,7 +11,7 @@ use super::format::ago;
 use super::forms::FormErrors;
 use super::page::{Chrome, Notice};
 use super::session::SignedIn;
-use super::{render, see_other};
+use super::{render, render_status, see_other};
 use crate::admin::{AdminError, UserFlags};
 use crate::api::AppState;
 use crate::store::now_ms;
@@ -80,12 +80,6 @@ async fn page(
     })
 }
 
-fn with_status(response: HttpResponse, status: StatusCode) -> HttpResponse {
-    let mut response = response;
-    *response.status_mut() = status;
-    response
-}
-
 pub async fn list(
     state: web::Data<AppState>,
     signed_in: SignedIn,
@@ -127,10 +121,7 @@ pub async fn create(
         Err(e) => return Err(e.into()),
     };
     let page = page(&state, &signed_in, form, errors, None).await?;
-    Ok(with_status(
-        render(&page)?,
-        StatusCode::UNPROCESSABLE_ENTITY,
-    ))
+    render_status(&page, StatusCode::UNPROCESSABLE_ENTITY)
 }
 
 #[derive(Debug, Deserialize)]
@@ -180,7 +171,7 @@ pub async fn update(
                 row_error,
             )
             .await?;
-            Ok(with_status(render(&page)?, StatusCode::CONFLICT))
+            render_status(&page, StatusCode::CONFLICT)
         }
         Err(e) => Err(e.into()),
     }
@@ -226,10 +217,7 @@ pub async fn reset_password(
                 row_error,
             )
             .await?;
-            Ok(with_status(
-                render(&page)?,
-                StatusCode::UNPROCESSABLE_ENTITY,
-            ))
+            render_status(&page, StatusCode::UNPROCESSABLE_ENTITY)
         }
         Err(e) => Err(e.into()),
     }
