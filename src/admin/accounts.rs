@@ -1,14 +1,14 @@
 //! Users' accounts: sign-in, console sessions, password changes, and the admins' user
 //! management (global role, disabling, password resets). Each change is audited.
 
-use secrecy::{ExposeSecret, SecretString};
+use secrecy::SecretString;
 use serde_json::json;
 
 use crate::auth::{Actor, Secret, SecretKind, hash_password, hash_secret, verify_password};
 use crate::domain::FieldError;
 use crate::store::{AuditEntry, SessionRecord, UserRecord, now_ms};
 
-use super::users::MIN_PASSWORD_CHARS;
+use super::users::check_new_password;
 use super::{Admin, AdminError, AdminResult};
 
 /// How long a console session lasts after sign-in.
@@ -210,16 +210,5 @@ impl Admin {
         let user = tx.user_by_name(username).await?;
         tx.commit().await?;
         user.ok_or(AdminError::NotFound("user"))
-    }
-}
-
-fn check_new_password(password: &SecretString) -> Result<(), FieldError> {
-    if password.expose_secret().chars().count() < MIN_PASSWORD_CHARS {
-        Err(FieldError::new(
-            "password",
-            format!("must be at least {MIN_PASSWORD_CHARS} characters"),
-        ))
-    } else {
-        Ok(())
     }
 }

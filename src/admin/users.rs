@@ -9,6 +9,18 @@ use super::{Admin, AdminError, AdminResult};
 
 pub const MIN_PASSWORD_CHARS: usize = 8;
 
+/// The one rule a new password must meet, for new users, resets and changes alike.
+pub(super) fn check_new_password(password: &SecretString) -> Result<(), FieldError> {
+    if password.expose_secret().chars().count() < MIN_PASSWORD_CHARS {
+        Err(FieldError::new(
+            "password",
+            format!("must be at least {MIN_PASSWORD_CHARS} characters"),
+        ))
+    } else {
+        Ok(())
+    }
+}
+
 impl Admin {
     pub async fn create_user(
         &self,
@@ -21,13 +33,7 @@ impl Admin {
             return Err(AdminError::Forbidden);
         }
         let username = Username::parse(username)?;
-        if password.expose_secret().chars().count() < MIN_PASSWORD_CHARS {
-            return Err(FieldError::new(
-                "password",
-                format!("must be at least {MIN_PASSWORD_CHARS} characters"),
-            )
-            .into());
-        }
+        check_new_password(&password)?;
         let hash = hash_password(password)
             .await
             .map_err(|e| AdminError::Internal(e.into()))?;
