@@ -4,10 +4,11 @@
 use serde::Serialize;
 
 use crate::activity::unix_minute_now;
-use crate::auth::{Actor, Permission};
+use crate::auth::Actor;
+use crate::domain::PolicyName;
 use crate::limiter::{BucketState, MinuteCounts};
 
-use super::{Admin, AdminResult, authorised_app};
+use super::{Admin, AdminResult, PolicyView};
 
 /// How many minutes of counts the chart shows.
 pub const ACTIVITY_MINUTES: i64 = 10;
@@ -24,16 +25,24 @@ pub struct LivePolicy {
 }
 
 impl Admin {
+    /// The live state of an application's policies, for those who may see it.
     pub async fn live_policies(&self, actor: &Actor, slug: &str) -> AdminResult<Vec<LivePolicy>> {
-        let mut tx = self.store.begin_read().await?;
-        let app = authorised_app(&mut tx, actor, slug, Permission::View).await?;
-        let records = tx.list_policies(Some(&app.id)).await?;
-        tx.commit().await?;
+        let policies = self.list_policies(actor, Some(slug)).await?;
+        Ok(self.live_state_of(&policies).await)
+    }
+
+    /// The live state of policies the caller has already been allowed to see (a page that
+    /// lists them does not read them from SQL twice). A policy Redis cannot report on
+    /// right now has no state, rather than failing the page.
+    pub async fn live_state_of(&self, policies: &[PolicyView]) -> Vec<LivePolicy> {
         let now_minute = unix_minute_now();
-        let mut live = Vec::with_capacity(records.len());
-        for record in records {
-            let name = &record.spec.name;
-            let state = match self.limiter.bucket_state(name).await {
+        let mut live = Vec::with_capacity(policies.len());
+        for policy in policies {
+            // Views come from stored, validated policies: their names always parse.
+            let Ok(name) = PolicyName::parse(&policy.name) else {
+                continue;
+            };
+            let state = match self.limiter.bucket_state(&name).await {
                 Ok(state) => state,
                 Err(e) => {
                     tracing::warn!(policy = %name, error = %e, "live state unavailable");
@@ -47,12 +56,12 @@ impl Admin {
                 .unwrap_or_default();
             let full_in_ms = state.as_ref().map(|s| s.full_in_ms);
             live.push(LivePolicy {
-                name: name.to_string(),
+                name: policy.name.clone(),
                 state,
                 full_in_ms,
                 activity,
             });
         }
-        Ok(live)
+        live
     }
 }

@@ -174,7 +174,7 @@ impl AppPage {
         let actor = &signed_in.actor;
         let app = state.admin.get_app(actor, slug).await?;
         let policies = state.admin.list_policies(actor, Some(slug)).await?;
-        let live = state.admin.live_policies(actor, slug).await?;
+        let live = state.admin.live_state_of(&policies).await;
         let now = now_ms();
         let keys = app
             .keys
