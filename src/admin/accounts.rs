@@ -5,7 +5,7 @@ use secrecy::SecretString;
 use serde_json::json;
 
 use crate::auth::{Actor, Secret, SecretKind, hash_password, hash_secret, verify_password};
-use crate::domain::FieldError;
+use crate::domain::{FieldError, Username};
 use crate::store::{AuditEntry, SessionRecord, UserRecord, now_ms};
 
 use super::users::check_new_password;
@@ -36,9 +36,13 @@ impl Admin {
         username: &str,
         password: SecretString,
     ) -> AdminResult<Option<UserRecord>> {
-        let mut tx = self.store.begin_read().await?;
-        let user = tx.user_by_name(username).await?;
-        tx.commit().await?;
+        // A name no user can have (a NUL, which PostgreSQL refuses) is an unknown user,
+        // checked against the dummy hash like any other.
+        let user = match self.user_named(username).await {
+            Ok(user) => Some(user),
+            Err(AdminError::NotFound(_)) => None,
+            Err(e) => return Err(e),
+        };
         let stored = user.as_ref().map(|u| u.password_hash.clone());
         let matches = verify_password(password, stored)
             .await
@@ -169,9 +173,10 @@ impl Admin {
         if !actor.is_admin {
             return Err(AdminError::Forbidden);
         }
+        let username = Username::parse(username).map_err(|_| AdminError::NotFound("user"))?;
         let mut tx = self.store.begin().await?;
         let user = tx
-            .user_by_name(username)
+            .user_by_name(username.as_str())
             .await?
             .ok_or(AdminError::NotFound("user"))?;
         let before = UserFlags {
@@ -206,8 +211,10 @@ impl Admin {
     }
 
     async fn user_named(&self, username: &str) -> AdminResult<UserRecord> {
+        // A string that cannot be a username names no user (and never reaches SQL).
+        let username = Username::parse(username).map_err(|_| AdminError::NotFound("user"))?;
         let mut tx = self.store.begin_read().await?;
-        let user = tx.user_by_name(username).await?;
+        let user = tx.user_by_name(username.as_str()).await?;
         tx.commit().await?;
         user.ok_or(AdminError::NotFound("user"))
     }

@@ -1679,3 +1679,29 @@ async fn unknown_pages_and_static_files() {
     // The home page sends to the applications (and so, signed out, to sign in).
     browser.get("/").await.assert_redirect("/apps");
 }
+
+/// Names no user can have (a NUL, which PostgreSQL refuses in text) are unknown users and
+/// users, never a server error.
+async fn unknown_names(db: Db) {
+    let app = spawn_app(db).await;
+    let mut browser = app.browser();
+    browser
+        .try_sign_in("ol\u{0}ga", PASSWORD)
+        .await
+        .assert_status(StatusCode::UNAUTHORIZED);
+
+    let mut admin = app.sign_in_as_admin().await;
+    admin
+        .post_form(
+            "/users/ol%00ga/password",
+            &[("password", "a new password 1")],
+        )
+        .await
+        .assert_status(StatusCode::NOT_FOUND);
+    admin
+        .post_form("/users/ol%00ga", &[("role", "admin")])
+        .await
+        .assert_status(StatusCode::NOT_FOUND);
+}
+
+on_every_backend!(names_no_user_can_have_are_unknown, unknown_names);
