@@ -6,9 +6,9 @@ use anyhow::Context;
 use clap::{Parser, Subcommand};
 use secrecy::SecretString;
 
-use crate::admin::AdminError;
 use crate::auth::Actor;
 use crate::config::Settings;
+use crate::control::ControlError;
 use crate::startup::{Application, Core};
 use crate::store::Store;
 
@@ -81,7 +81,7 @@ pub async fn run(cli: Cli, settings: Settings) -> anyhow::Result<()> {
             let password = read_password()?;
             let core = Core::build(&settings).await?;
             let user = core
-                .admin
+                .control
                 .create_user(&Actor::operator(), &name, password, admin)
                 .await
                 .map_err(explain)?;
@@ -97,7 +97,7 @@ pub async fn run(cli: Cli, settings: Settings) -> anyhow::Result<()> {
         } => {
             let core = Core::build(&settings).await?;
             let token = core
-                .admin
+                .control
                 .create_token(&Actor::operator(), &name, &label)
                 .await
                 .map_err(explain)?;
@@ -130,10 +130,10 @@ fn read_password() -> anyhow::Result<SecretString> {
 }
 
 /// Turns an admin error into a message for the operator.
-fn explain(e: AdminError) -> anyhow::Error {
+fn explain(e: ControlError) -> anyhow::Error {
     match e {
-        AdminError::Invalid(errors) => anyhow::anyhow!("invalid input: {errors}"),
-        AdminError::Internal(cause) => cause,
+        ControlError::Invalid(errors) => anyhow::anyhow!("invalid input: {errors}"),
+        ControlError::Internal(cause) => cause,
         other => anyhow::anyhow!("{other}"),
     }
 }

@@ -2,18 +2,18 @@
 //! a sync task pushes them into Redis, and Lua scripts in Redis take each decision.
 #![forbid(unsafe_code)]
 
-pub mod activity;
-pub mod admin;
+pub mod acquire;
 pub mod api;
 pub mod auth;
 pub mod cli;
 pub mod config;
-pub mod denials;
+pub mod console;
+pub mod control;
 pub mod domain;
 pub mod limiter;
 pub mod snapshot;
 pub mod startup;
+pub mod state;
 pub mod store;
 pub mod sync;
 pub mod telemetry;
-pub mod web;

@@ -11,21 +11,22 @@ use secrecy::{ExposeSecret, SecretString};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use crate::activity::{DecisionCounts, run_flusher};
-use crate::admin::Admin;
-use crate::api::{self, AppState};
+use crate::acquire::DenialCache;
+use crate::acquire::{DecisionCounts, run_flusher};
+use crate::api;
 use crate::config::Settings;
-use crate::denials::DenialCache;
+use crate::console;
+use crate::control::Control;
 use crate::limiter::{Limiter, RedisConn, listen_for_changes};
 use crate::snapshot::Snapshot;
+use crate::state::AppState;
 use crate::store::Store;
-use crate::sync::Sync;
-use crate::web as console;
+use crate::sync::Syncer;
 
 /// How long a background task's Redis call may take at least (an acquire's is shorter).
 const BACKGROUND_REDIS_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(1);
 
-/// The parts every command needs: the migrated store and the admin operations on it.
+/// The parts every command needs: the migrated store and the control operations on it.
 pub struct Core {
     pub store: Store,
     pub limiter: Limiter,
@@ -34,8 +35,8 @@ pub struct Core {
     pub decisions: Arc<DecisionCounts>,
     /// The limiter of the background tasks, on a connection of their own.
     pub background: Limiter,
-    pub sync: Sync,
-    pub admin: Admin,
+    pub sync: Syncer,
+    pub control: Control,
 }
 
 impl Core {
@@ -54,13 +55,13 @@ impl Core {
         let background = Limiter::new(background_conn, &settings.redis_prefix, background_timeout);
         let snapshot = Arc::new(Snapshot::default());
         let denials = Arc::new(DenialCache::new(settings.sync_interval()));
-        let sync = Sync::new(
+        let sync = Syncer::new(
             store.clone(),
             background.clone(),
             snapshot.clone(),
             denials.clone(),
         );
-        let admin = Admin::new(store.clone(), sync.clone(), limiter.clone());
+        let control = Control::new(store.clone(), sync.clone(), limiter.clone());
         Ok(Self {
             store,
             limiter,
@@ -69,7 +70,7 @@ impl Core {
             decisions: Arc::default(),
             background,
             sync,
-            admin,
+            control,
         })
     }
 }
@@ -87,7 +88,7 @@ pub struct Application {
 impl Application {
     pub async fn build(settings: Settings) -> anyhow::Result<Self> {
         let core = Core::build(&settings).await?;
-        if let Some(password) = core.admin.bootstrap_admin().await? {
+        if let Some(password) = core.control.bootstrap_admin().await? {
             announce_first_admin(&password);
         }
         // Load keys and policies before serving, so the first acquire already finds them;
@@ -123,7 +124,7 @@ impl Application {
             shutdown.clone(),
         ));
         let state = web::Data::new(AppState {
-            admin: core.admin,
+            control: core.control,
             limiter: core.limiter,
             snapshot: core.snapshot,
             denials: core.denials,

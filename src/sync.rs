@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
-use crate::denials::DenialCache;
+use crate::acquire::DenialCache;
 use crate::domain::PolicyName;
 use crate::limiter::{Limiter, PolicyConfig};
 use crate::snapshot::Snapshot;
@@ -31,7 +31,7 @@ const SWEEP_GRACE_MS: i64 = 60_000;
 const LIGHT_PASS_SLICE: usize = 1000;
 
 #[derive(Clone)]
-pub struct Sync {
+pub struct Syncer {
     store: Store,
     limiter: Limiter,
     snapshot: Arc<Snapshot>,
@@ -64,7 +64,7 @@ pub struct ReconcileReport {
     pub swept: usize,
 }
 
-impl Sync {
+impl Syncer {
     pub fn new(
         store: Store,
         limiter: Limiter,

@@ -11,14 +11,15 @@ use actix_web::{HttpRequest, HttpResponse, web};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
+use super::WorkerLimiter;
 use super::json::ValidJson;
 use super::problem::Problem;
-use super::{AppState, WorkerLimiter};
+use crate::acquire::CachedDenial;
 use crate::auth::hash_secret;
-use crate::denials::CachedDenial;
 use crate::domain::{Algorithm, FailureMode, FieldError, Permits, PolicyName};
 use crate::limiter::{AcquireOutcome, Decision};
 use crate::snapshot::KeyEntry;
+use crate::state::AppState;
 use crate::telemetry::METRICS;
 
 #[derive(Debug, Deserialize, ToSchema)]

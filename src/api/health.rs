@@ -1,7 +1,7 @@
 use actix_web::{HttpResponse, web};
 use serde_json::json;
 
-use super::AppState;
+use crate::state::AppState;
 use crate::telemetry::METRICS;
 
 /// The process is up.

@@ -8,28 +8,10 @@ mod openapi;
 pub mod problem;
 pub mod release;
 
-use std::sync::Arc;
-
 use actix_web::{HttpRequest, web};
 
-use crate::activity::DecisionCounts;
-use crate::admin::Admin;
-use crate::denials::DenialCache;
 use crate::limiter::Limiter;
-use crate::snapshot::Snapshot;
-use crate::store::Store;
 use problem::Problem;
-
-/// What every handler may use.
-pub struct AppState {
-    pub admin: Admin,
-    pub limiter: Limiter,
-    pub snapshot: Arc<Snapshot>,
-    pub denials: Arc<DenialCache>,
-    /// Granted/denied counts for the console's activity chart.
-    pub decisions: Arc<DecisionCounts>,
-    pub store: Store,
-}
 
 /// The limiter of the HTTP worker thread serving the request (see
 /// [`Limiter::for_this_thread`]).

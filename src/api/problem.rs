@@ -5,7 +5,7 @@ use actix_web::http::header::{self, HeaderValue};
 use actix_web::{HttpResponse, ResponseError};
 use serde::Serialize;
 
-use crate::admin::AdminError;
+use crate::control::ControlError;
 use crate::domain::{FieldError, FieldErrors};
 
 /// An error, as RFC 9457 problem details.
@@ -142,16 +142,16 @@ impl ResponseError for Problem {
     }
 }
 
-impl From<AdminError> for Problem {
-    fn from(e: AdminError) -> Self {
+impl From<ControlError> for Problem {
+    fn from(e: ControlError) -> Self {
         match e {
-            AdminError::NotFound(what) => Self::not_found(format!("{what} not found")),
-            AdminError::Forbidden => Self::forbidden("you are not permitted to do this"),
-            AdminError::Invalid(errors) => Self::invalid(errors),
-            AdminError::Conflict(detail) => {
+            ControlError::NotFound(what) => Self::not_found(format!("{what} not found")),
+            ControlError::Forbidden => Self::forbidden("you are not permitted to do this"),
+            ControlError::Invalid(errors) => Self::invalid(errors),
+            ControlError::Conflict(detail) => {
                 Self::new(StatusCode::CONFLICT, "conflict", "Conflict", detail)
             }
-            AdminError::VersionConflict { current } => {
+            ControlError::VersionConflict { current } => {
                 let mut p = Self::new(
                     StatusCode::CONFLICT,
                     "version-conflict",
@@ -161,11 +161,11 @@ impl From<AdminError> for Problem {
                 p.current_version = Some(current);
                 p
             }
-            AdminError::Unavailable(cause) => {
+            ControlError::Unavailable(cause) => {
                 tracing::warn!(error = format!("{cause:#}"), "redis unavailable");
                 Self::unavailable("redis is unreachable")
             }
-            AdminError::Internal(cause) => {
+            ControlError::Internal(cause) => {
                 tracing::error!(error = format!("{cause:#}"), "internal error");
                 Self::internal()
             }

@@ -6,12 +6,13 @@ use actix_web::{HttpRequest, HttpResponse, web};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
+use super::WorkerLimiter;
 use super::acquire::{client_key, required_field};
 use super::json::ValidJson;
 use super::problem::Problem;
-use super::{AppState, WorkerLimiter};
 use crate::domain::{FieldError, PolicyName};
 use crate::limiter::{LeaseId, ReleaseOutcome};
+use crate::state::AppState;
 
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]

@@ -55,6 +55,12 @@ impl KeySpace {
         format!("{}:sync", self.prefix)
     }
 
+    /// The granted/denied counts of one policy in one Unix minute. The policy's hash tag:
+    /// on a cluster its counts live beside its bucket.
+    pub fn minute_counts(&self, policy: &str, minute: i64) -> String {
+        format!("{}:activity:{{{policy}}}:{minute}", self.prefix)
+    }
+
     /// The pub/sub channel on which instances announce changes to each other.
     pub fn changes_channel(&self) -> String {
         format!("{}:changes", self.prefix)

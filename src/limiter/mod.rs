@@ -2,10 +2,10 @@
 //! Nothing here knows about SQL or HTTP.
 
 mod acquire;
-mod activity;
 mod changes;
 mod connection;
 mod keys;
+mod minute_counts;
 mod own_buckets;
 mod release;
 pub mod scripts;
@@ -13,10 +13,10 @@ mod state;
 mod writes;
 
 pub use acquire::{AcquireOutcome, Decision, LeaseId};
-pub use activity::MinuteCounts;
 pub use changes::listen_for_changes;
 pub use connection::RedisConn;
 pub use keys::{KeySpace, StateKeys};
+pub use minute_counts::MinuteCounts;
 pub use own_buckets::OwnBucket;
 pub use release::ReleaseOutcome;
 pub use state::BucketState;

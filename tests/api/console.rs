@@ -46,7 +46,7 @@ async fn snapshot(app: &TestApp) -> Snapshot {
 async fn users(app: &TestApp) -> Vec<(String, bool, bool, String)> {
     app.core()
         .await
-        .admin
+        .control
         .list_users(&Actor::operator())
         .await
         .unwrap()

@@ -113,7 +113,7 @@ pub async fn spawn_app_with(settings: Settings) -> TestApp {
     let core = Core::build(&settings).await.expect("core builds");
     // The bootstrap admin exists unless the database had users before this start.
     let has_admin = core
-        .admin
+        .control
         .create_user(
             &Actor::operator(),
             "admin",
@@ -124,12 +124,12 @@ pub async fn spawn_app_with(settings: Settings) -> TestApp {
     assert!(
         matches!(
             has_admin,
-            Ok(_) | Err(ratekeeper::admin::AdminError::Conflict(_))
+            Ok(_) | Err(ratekeeper::control::ControlError::Conflict(_))
         ),
         "admin user: {has_admin:?}"
     );
     let token = core
-        .admin
+        .control
         .create_token(&Actor::operator(), "admin", "tests")
         .await
         .expect("token for the admin");
@@ -227,7 +227,7 @@ impl TestApp {
     /// A user with a personal access token; `role` in `app` when given.
     pub async fn create_user(&self, name: &str, membership: Option<(&str, &str)>) -> String {
         let core = self.core().await;
-        core.admin
+        core.control
             .create_user(
                 &Actor::operator(),
                 name,
@@ -247,7 +247,7 @@ impl TestApp {
                 .await;
             expect_status(r, StatusCode::OK).await;
         }
-        core.admin
+        core.control
             .create_token(&Actor::operator(), name, "tests")
             .await
             .unwrap()
@@ -770,7 +770,7 @@ impl TestApp {
     pub async fn sign_in_as_admin(&self) -> Browser {
         self.core()
             .await
-            .admin
+            .control
             .reset_password(&Actor::operator(), "admin", SecretString::from(PASSWORD))
             .await
             .expect("the admin's password is set");

@@ -239,24 +239,24 @@ async fn keys_and_policies_made_elsewhere_arrive_with_the_next_pass() {
     let other = app.core().await;
     let actor = ratekeeper::auth::Actor::operator();
     let created = other
-        .admin
+        .control
         .create_key(
             &actor,
             "shop",
-            ratekeeper::admin::KeyInput {
+            ratekeeper::control::KeyInput {
                 label: Some("elsewhere".into()),
             },
         )
         .await
         .unwrap();
-    let policy = ratekeeper::admin::PolicyInput {
+    let policy = ratekeeper::control::PolicyInput {
         name: Some("elsewhere".into()),
         owner_app: Some("shop".into()),
         rate: Some(1.0),
         max_permits: Some(1),
         ..Default::default()
     };
-    other.admin.create_policy(&actor, policy).await.unwrap();
+    other.control.create_policy(&actor, policy).await.unwrap();
     // An instance started afterwards loads both before it serves its first request.
     let third = spawn_app_with(app.settings.clone()).await;
     expect_status(

@@ -2,10 +2,10 @@ use actix_web::dev::Payload;
 use actix_web::{FromRequest, HttpRequest, web};
 use futures_util::future::LocalBoxFuture;
 
-use crate::api::AppState;
 use crate::api::acquire::bearer;
 use crate::api::problem::Problem;
 use crate::auth::Actor;
+use crate::state::AppState;
 
 /// The user behind the request's personal access token; 401 without a live one.
 pub struct AdminActor(pub Actor);
@@ -24,7 +24,7 @@ impl FromRequest for AdminActor {
                 )
             })?;
             let state = state.ok_or_else(Problem::internal)?;
-            match state.admin.actor_for_token(&token).await? {
+            match state.control.actor_for_token(&token).await? {
                 Some(actor) => Ok(AdminActor(actor)),
                 None => Err(Problem::unauthorized("unknown or revoked access token")),
             }

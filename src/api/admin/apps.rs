@@ -1,11 +1,11 @@
 use actix_web::{HttpResponse, web};
 
 use super::AdminActor;
-use crate::admin::{AppDetail, AppInput, AppView, CreatedKey, KeyInput, MemberInput, MemberView};
+use crate::control::{AppDetail, AppInput, AppView, CreatedKey, KeyInput, MemberInput, MemberView};
 
-use crate::api::AppState;
 use crate::api::json::ValidJson;
 use crate::api::problem::Problem;
+use crate::state::AppState;
 
 type Reply = Result<HttpResponse, Problem>;
 
@@ -19,7 +19,7 @@ pub async fn create_app(
     AdminActor(actor): AdminActor,
     body: ValidJson<AppInput>,
 ) -> Reply {
-    let app = state.admin.create_app(&actor, body.0).await?;
+    let app = state.control.create_app(&actor, body.0).await?;
     Ok(HttpResponse::Created().json(app))
 }
 
@@ -29,7 +29,7 @@ pub async fn create_app(
     security(("access_token" = []))
 )]
 pub async fn list_apps(state: web::Data<AppState>, AdminActor(actor): AdminActor) -> Reply {
-    Ok(HttpResponse::Ok().json(state.admin.list_apps(&actor).await?))
+    Ok(HttpResponse::Ok().json(state.control.list_apps(&actor).await?))
 }
 
 #[utoipa::path(
@@ -42,7 +42,7 @@ pub async fn get_app(
     AdminActor(actor): AdminActor,
     slug: web::Path<String>,
 ) -> Reply {
-    Ok(HttpResponse::Ok().json(state.admin.get_app(&actor, &slug).await?))
+    Ok(HttpResponse::Ok().json(state.control.get_app(&actor, &slug).await?))
 }
 
 #[utoipa::path(
@@ -56,7 +56,7 @@ pub async fn create_key(
     slug: web::Path<String>,
     body: ValidJson<KeyInput>,
 ) -> Reply {
-    let key = state.admin.create_key(&actor, &slug, body.0).await?;
+    let key = state.control.create_key(&actor, &slug, body.0).await?;
     Ok(HttpResponse::Created().json(key))
 }
 
@@ -71,7 +71,7 @@ pub async fn revoke_key(
     path: web::Path<(String, String)>,
 ) -> Reply {
     let (slug, id) = path.into_inner();
-    state.admin.revoke_key(&actor, &slug, &id).await?;
+    state.control.revoke_key(&actor, &slug, &id).await?;
     Ok(HttpResponse::NoContent().finish())
 }
 
@@ -88,7 +88,7 @@ pub async fn set_member(
 ) -> Reply {
     let (slug, username) = path.into_inner();
     let member = state
-        .admin
+        .control
         .set_member(&actor, &slug, &username, body.0)
         .await?;
     Ok(HttpResponse::Ok().json(member))
@@ -105,6 +105,9 @@ pub async fn remove_member(
     path: web::Path<(String, String)>,
 ) -> Reply {
     let (slug, username) = path.into_inner();
-    state.admin.remove_member(&actor, &slug, &username).await?;
+    state
+        .control
+        .remove_member(&actor, &slug, &username)
+        .await?;
     Ok(HttpResponse::NoContent().finish())
 }

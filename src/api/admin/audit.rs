@@ -2,10 +2,10 @@ use actix_web::{HttpRequest, HttpResponse, web};
 use serde::Deserialize;
 
 use super::AdminActor;
-use crate::admin::AuditView;
-use crate::api::AppState;
 use crate::api::problem::Problem;
+use crate::control::AuditView;
 use crate::domain::FieldError;
+use crate::state::AppState;
 use crate::store::AuditFilter;
 
 #[derive(Deserialize)]
@@ -50,5 +50,5 @@ pub async fn list_audit(
         page: q.page.unwrap_or(1).max(1),
         per_page: 0,
     };
-    Ok(HttpResponse::Ok().json(state.admin.list_audit(&actor, filter).await?))
+    Ok(HttpResponse::Ok().json(state.control.list_audit(&actor, filter).await?))
 }

@@ -1,5 +1,5 @@
 //! The admin JSON API under `/api/v1`, authenticated by personal access tokens. Each
-//! handler parses, calls [`crate::admin::Admin`] (which authorises and audits), and
+//! handler parses, calls [`crate::control::Control`] (which authorises and audits), and
 //! renders.
 
 mod actor;

@@ -2,12 +2,12 @@ use actix_web::{HttpResponse, web};
 use serde::Deserialize;
 
 use super::AdminActor;
-use crate::admin::{PolicyInput, PolicyView};
+use crate::control::{PolicyInput, PolicyView};
 use crate::limiter::BucketState;
 
-use crate::api::AppState;
 use crate::api::json::ValidJson;
 use crate::api::problem::Problem;
+use crate::state::AppState;
 
 type Reply = Result<HttpResponse, Problem>;
 
@@ -31,7 +31,7 @@ pub async fn create_policy(
     AdminActor(actor): AdminActor,
     body: ValidJson<PolicyInput>,
 ) -> Reply {
-    let policy = state.admin.create_policy(&actor, body.0).await?;
+    let policy = state.control.create_policy(&actor, body.0).await?;
     Ok(HttpResponse::Created().json(policy))
 }
 
@@ -46,7 +46,7 @@ pub async fn list_policies(
     query: web::Query<ListQuery>,
 ) -> Reply {
     let list = state
-        .admin
+        .control
         .list_policies(&actor, query.app.as_deref())
         .await?;
     Ok(HttpResponse::Ok().json(list))
@@ -62,7 +62,12 @@ pub async fn get_policy(
     AdminActor(actor): AdminActor,
     name: web::Path<String>,
 ) -> Reply {
-    Ok(HttpResponse::Ok().json(state.admin.get_policy(&actor, &policy_name(&name)).await?))
+    Ok(HttpResponse::Ok().json(
+        state
+            .control
+            .get_policy(&actor, &policy_name(&name))
+            .await?,
+    ))
 }
 
 #[utoipa::path(
@@ -77,7 +82,7 @@ pub async fn update_policy(
     body: ValidJson<PolicyInput>,
 ) -> Reply {
     let policy = state
-        .admin
+        .control
         .update_policy(&actor, &policy_name(&name), body.0)
         .await?;
     Ok(HttpResponse::Ok().json(policy))
@@ -94,7 +99,7 @@ pub async fn delete_policy(
     name: web::Path<String>,
 ) -> Reply {
     state
-        .admin
+        .control
         .delete_policy(&actor, &policy_name(&name))
         .await?;
     Ok(HttpResponse::NoContent().finish())
@@ -112,7 +117,7 @@ pub async fn policy_state(
 ) -> Reply {
     Ok(HttpResponse::Ok().json(
         state
-            .admin
+            .control
             .policy_state(&actor, &policy_name(&name))
             .await?,
     ))

@@ -10,8 +10,8 @@ use super::format::{short_time, url_encode};
 use super::page::Chrome;
 use super::render;
 use super::session::SignedIn;
-use crate::admin::AuditView;
-use crate::api::AppState;
+use crate::control::AuditView;
+use crate::state::AppState;
 use crate::store::AuditFilter;
 
 const PAGE_SIZE: u32 = 50;
@@ -92,13 +92,13 @@ pub async fn list(
         per_page: PAGE_SIZE,
     };
     let events: Vec<AuditView> = state
-        .admin
+        .control
         .list_audit(&signed_in.actor, filter.clone())
         .await?;
     // Is there an event after this page? Asked as a page of one: the event just after.
     let has_next = events.len() == PAGE_SIZE as usize
         && !state
-            .admin
+            .control
             .list_audit(
                 &signed_in.actor,
                 AuditFilter {

@@ -9,7 +9,7 @@ use crate::limiter::BucketState;
 use crate::store::{AuditEntry, PolicyRecord, StoreError};
 
 use super::inputs::{PolicyInput, required};
-use super::{Admin, AdminError, AdminResult, PolicyView, authorised_app};
+use super::{Control, ControlError, ControlResult, PolicyView, authorised_app};
 
 /// Builds a complete, valid spec from the input, taking what it leaves out from `base`
 /// (the current policy, on a change) or from the defaults (on a create).
@@ -176,12 +176,12 @@ fn algorithm_param<V: Copy, T>(
     }
 }
 
-impl Admin {
+impl Control {
     pub async fn create_policy(
         &self,
         actor: &Actor,
         input: PolicyInput,
-    ) -> AdminResult<PolicyView> {
+    ) -> ControlResult<PolicyView> {
         let spec = build_spec(&input, None)?;
         let mut tx = self.store.begin().await?;
         // The owner is a field of the body: an unknown one is invalid input, not a 404.
@@ -192,7 +192,7 @@ impl Admin {
         check_apps_exist(&mut tx, &spec).await?;
         let record = match tx.insert_policy(&app.id, &spec).await {
             Err(StoreError::Conflict) => {
-                return Err(AdminError::Conflict(format!(
+                return Err(ControlError::Conflict(format!(
                     "a policy named {:?} already exists",
                     spec.name.as_str()
                 )));
@@ -222,7 +222,7 @@ impl Admin {
         actor: &Actor,
         name: &str,
         input: PolicyInput,
-    ) -> AdminResult<PolicyView> {
+    ) -> ControlResult<PolicyView> {
         let mut tx = self.store.begin().await?;
         let current = self
             .readable_policy(&mut tx, actor, name, Permission::Edit)
@@ -230,7 +230,7 @@ impl Admin {
         if let Some(seen) = input.version
             && seen != current.version
         {
-            return Err(AdminError::VersionConflict {
+            return Err(ControlError::VersionConflict {
                 current: current.version,
             });
         }
@@ -242,7 +242,7 @@ impl Admin {
         check_apps_exist(&mut tx, &spec).await?;
         // The row is locked since it was read, so its version still holds.
         let updated = tx.update_policy(&current, &spec).await?.ok_or_else(|| {
-            AdminError::Internal(anyhow::anyhow!("locked policy {name:?} changed under us"))
+            ControlError::Internal(anyhow::anyhow!("locked policy {name:?} changed under us"))
         })?;
         let view = PolicyView::from(&updated);
         tx.record_audit(AuditEntry {
@@ -260,7 +260,7 @@ impl Admin {
         Ok(view)
     }
 
-    pub async fn delete_policy(&self, actor: &Actor, name: &str) -> AdminResult<()> {
+    pub async fn delete_policy(&self, actor: &Actor, name: &str) -> ControlResult<()> {
         let mut tx = self.store.begin().await?;
         let current = self
             .readable_policy(&mut tx, actor, name, Permission::Edit)
@@ -281,7 +281,7 @@ impl Admin {
         Ok(())
     }
 
-    pub async fn get_policy(&self, actor: &Actor, name: &str) -> AdminResult<PolicyView> {
+    pub async fn get_policy(&self, actor: &Actor, name: &str) -> ControlResult<PolicyView> {
         let mut tx = self.store.begin_read().await?;
         let record = self
             .readable_policy(&mut tx, actor, name, Permission::View)
@@ -295,7 +295,7 @@ impl Admin {
         &self,
         actor: &Actor,
         app: Option<&str>,
-    ) -> AdminResult<Vec<PolicyView>> {
+    ) -> ControlResult<Vec<PolicyView>> {
         let mut tx = self.store.begin_read().await?;
         let records = match (app, &actor.user_id) {
             (Some(slug), _) => {
@@ -318,7 +318,7 @@ impl Admin {
     }
 
     /// The bucket as Redis holds it now.
-    pub async fn policy_state(&self, actor: &Actor, name: &str) -> AdminResult<BucketState> {
+    pub async fn policy_state(&self, actor: &Actor, name: &str) -> ControlResult<BucketState> {
         let mut tx = self.store.begin_read().await?;
         let record = self
             .readable_policy(&mut tx, actor, name, Permission::View)
@@ -327,8 +327,8 @@ impl Admin {
         self.limiter
             .bucket_state(&record.spec.name)
             .await
-            .map_err(|e| AdminError::Unavailable(e.into()))?
-            .ok_or(AdminError::NotFound(
+            .map_err(|e| ControlError::Unavailable(e.into()))?
+            .ok_or(ControlError::NotFound(
                 "policy state in redis (the next sync pass restores it)",
             ))
     }
@@ -342,20 +342,20 @@ impl Admin {
         actor: &Actor,
         name: &str,
         wanted: Permission,
-    ) -> AdminResult<PolicyRecord> {
+    ) -> ControlResult<PolicyRecord> {
         // A string that cannot be a policy name names none (and never reaches SQL).
-        let name = PolicyName::parse(name).map_err(|_| AdminError::NotFound("policy"))?;
+        let name = PolicyName::parse(name).map_err(|_| ControlError::NotFound("policy"))?;
         let record = match wanted {
             Permission::Edit => tx.policy_by_name_for_update(name.as_str()).await?,
             Permission::View => tx.policy_by_name(name.as_str()).await?,
         }
-        .ok_or(AdminError::NotFound("policy"))?;
+        .ok_or(ControlError::NotFound("policy"))?;
         authorised_app(tx, actor, record.spec.owner_app.as_str(), wanted).await?;
         Ok(record)
     }
 }
 
-async fn check_apps_exist(tx: &mut crate::store::Tx, spec: &PolicySpec) -> AdminResult<()> {
+async fn check_apps_exist(tx: &mut crate::store::Tx, spec: &PolicySpec) -> ControlResult<()> {
     let unknown = tx.unknown_slugs(&spec.allowed_apps).await?;
     if unknown.is_empty() {
         Ok(())

@@ -54,7 +54,7 @@ pub fn readable_window(ms: i64) -> String {
 
 /// What a policy allows, in words, whatever its algorithm: "10 per second",
 /// "40 per 100 ms", "8 at once (leases up to 30 s)".
-pub fn readable_limit(policy: &crate::admin::PolicyView) -> String {
+pub fn readable_limit(policy: &crate::control::PolicyView) -> String {
     match (policy.rate, policy.window_ms, policy.lease_ttl_ms) {
         (Some(rate), _, _) => readable_rate(rate),
         (None, Some(window), _) => {

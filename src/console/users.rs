@@ -12,8 +12,8 @@ use super::forms::FormErrors;
 use super::page::{Chrome, Notice};
 use super::session::SignedIn;
 use super::{render, render_status, see_other};
-use crate::admin::{AdminError, UserFlags};
-use crate::api::AppState;
+use crate::control::{ControlError, UserFlags};
+use crate::state::AppState;
 use crate::store::now_ms;
 
 pub struct UserRow {
@@ -55,7 +55,7 @@ async fn page(
 ) -> Result<UsersPage, ConsoleError> {
     let now = now_ms();
     let users = state
-        .admin
+        .control
         .list_users(&signed_in.actor)
         .await?
         .iter()
@@ -106,7 +106,7 @@ pub async fn create(
     let form = form.into_inner();
     let password = SecretString::from(form.password.clone());
     let result = state
-        .admin
+        .control
         .create_user(
             &signed_in.actor,
             form.username.trim(),
@@ -116,8 +116,8 @@ pub async fn create(
         .await;
     let errors = match result {
         Ok(_) => return Ok(see_other("/users?done=user-created")),
-        Err(AdminError::Invalid(errors)) => FormErrors::from_fields(&errors),
-        Err(AdminError::Conflict(message)) => FormErrors::general(message),
+        Err(ControlError::Invalid(errors)) => FormErrors::from_fields(&errors),
+        Err(ControlError::Conflict(message)) => FormErrors::general(message),
         Err(e) => return Err(e.into()),
     };
     let page = page(&state, &signed_in, form, errors, None).await?;
@@ -156,12 +156,12 @@ pub async fn update(
         disabled: form.disabled.is_some(),
     };
     match state
-        .admin
+        .control
         .set_user_flags(&signed_in.actor, &username, flags)
         .await
     {
         Ok(()) => Ok(see_other("/users?done=user-updated")),
-        Err(AdminError::Conflict(message)) => {
+        Err(ControlError::Conflict(message)) => {
             let row_error = Some((username.into_inner(), message));
             let page = page(
                 &state,
@@ -196,12 +196,12 @@ pub async fn reset_password(
     let form = form.into_inner();
     let password = SecretString::from(form.password);
     match state
-        .admin
+        .control
         .reset_password(&signed_in.actor, &username, password)
         .await
     {
         Ok(()) => Ok(see_other("/users?done=password-reset")),
-        Err(AdminError::Invalid(errors)) => {
+        Err(ControlError::Invalid(errors)) => {
             let message = errors
                 .0
                 .iter()

@@ -14,9 +14,9 @@ use super::login::CsrfForm;
 use super::page::Chrome;
 use super::session::SignedIn;
 use super::{render, render_status, see_other};
-use crate::admin::{AdminError, AppDetail, PolicyInput, PolicyView};
-use crate::api::AppState;
+use crate::control::{AppDetail, ControlError, PolicyInput, PolicyView};
 use crate::domain::{Algorithm, FieldErrors};
+use crate::state::AppState;
 
 /// What the policy form sends: text as typed, parsed here so that a bad number is an
 /// error next to its field like any other.
@@ -86,9 +86,9 @@ impl PolicyForm {
         }
     }
 
-    /// The input for `admin`, or the errors of the fields that are not even numbers.
+    /// The input for `control`, or the errors of the fields that are not even numbers.
     /// A field left empty is not sent (the form hides the fields the chosen algorithm
-    /// does not use; `admin` refuses any that is sent anyway, naming it). On an edit, the
+    /// does not use; `control` refuses any that is sent anyway, naming it). On an edit, the
     /// rate is only sent when it really changed: the form shows it rounded to its unit,
     /// and re-sending that would nudge the stored value.
     fn to_input(&self, current: Option<&PolicyView>) -> Result<PolicyInput, FieldErrors> {
@@ -216,7 +216,7 @@ async fn editable_app(
     signed_in: &SignedIn,
     slug: &str,
 ) -> Result<AppDetail, ConsoleError> {
-    let app = state.admin.get_app(&signed_in.actor, slug).await?;
+    let app = state.control.get_app(&signed_in.actor, slug).await?;
     if matches!(app.your_role.as_str(), "owner" | "admin") {
         Ok(app)
     } else {
@@ -230,7 +230,7 @@ async fn editable_policy(
     signed_in: &SignedIn,
     name: &str,
 ) -> Result<(PolicyView, AppDetail), ConsoleError> {
-    let policy = state.admin.get_policy(&signed_in.actor, name).await?;
+    let policy = state.control.get_policy(&signed_in.actor, name).await?;
     let app = editable_app(state, signed_in, &policy.owner_app).await?;
     Ok((policy, app))
 }
@@ -263,14 +263,14 @@ pub async fn create(
     let result = match form.to_input(None) {
         Ok(mut input) => {
             input.owner_app = Some(app.app.slug.clone());
-            state.admin.create_policy(&signed_in.actor, input).await
+            state.control.create_policy(&signed_in.actor, input).await
         }
-        Err(errors) => Err(AdminError::Invalid(errors)),
+        Err(errors) => Err(ControlError::Invalid(errors)),
     };
     let errors = match result {
         Ok(_) => return Ok(see_other(&format!("/apps/{slug}?done=policy-created"))),
-        Err(AdminError::Invalid(errors)) => FormErrors::from_fields(&errors),
-        Err(AdminError::Conflict(message)) => {
+        Err(ControlError::Invalid(errors)) => FormErrors::from_fields(&errors),
+        Err(ControlError::Conflict(message)) => {
             let mut errors = FieldErrors::default();
             errors.push("name", message);
             FormErrors::from_fields(&errors)
@@ -316,11 +316,11 @@ pub async fn update(
     let result = match form.to_input(Some(&current)) {
         Ok(input) => {
             state
-                .admin
+                .control
                 .update_policy(&signed_in.actor, &name, input)
                 .await
         }
-        Err(errors) => Err(AdminError::Invalid(errors)),
+        Err(errors) => Err(ControlError::Invalid(errors)),
     };
     let (errors, status) = match result {
         Ok(saved) => {
@@ -329,12 +329,12 @@ pub async fn update(
                 saved.owner_app
             )));
         }
-        Err(AdminError::Invalid(errors)) => (
+        Err(ControlError::Invalid(errors)) => (
             FormErrors::from_fields(&errors),
             StatusCode::UNPROCESSABLE_ENTITY,
         ),
-        Err(AdminError::VersionConflict { .. }) => {
-            let theirs = state.admin.get_policy(&signed_in.actor, &name).await?;
+        Err(ControlError::VersionConflict { .. }) => {
+            let theirs = state.control.get_policy(&signed_in.actor, &name).await?;
             let message = format!(
                 "Someone else changed this policy while you edited it (it is now version {}: \
                  {}, {}, max {} permits, allowed apps {}, failure mode {}, {}). Your changes \
@@ -396,8 +396,8 @@ pub async fn delete(
     form: web::Form<CsrfForm>,
 ) -> Result<HttpResponse, ConsoleError> {
     signed_in.check_csrf(&form.csrf)?;
-    let policy = state.admin.get_policy(&signed_in.actor, &name).await?;
-    state.admin.delete_policy(&signed_in.actor, &name).await?;
+    let policy = state.control.get_policy(&signed_in.actor, &name).await?;
+    state.control.delete_policy(&signed_in.actor, &name).await?;
     Ok(see_other(&format!(
         "/apps/{}?done=policy-deleted",
         policy.owner_app

@@ -11,9 +11,9 @@ use super::forms::FormErrors;
 use super::page::{Chrome, Notice};
 use super::session::SignedIn;
 use super::{render, render_status, see_other};
-use crate::admin::{AdminError, AppView};
-use crate::api::AppState;
+use crate::control::{AppView, ControlError};
 use crate::domain::FieldErrors;
+use crate::state::AppState;
 
 #[derive(Template)]
 #[template(path = "account.html")]
@@ -46,7 +46,7 @@ async fn page(
         chrome: signed_in.chrome("account"),
         username: signed_in.actor.name.clone(),
         is_admin: signed_in.actor.is_admin,
-        apps: state.admin.list_apps(&signed_in.actor).await?,
+        apps: state.control.list_apps(&signed_in.actor).await?,
         errors,
     })
 }
@@ -74,7 +74,7 @@ pub async fn change_password(
         FormErrors::from_fields(&errors)
     } else {
         let result = state
-            .admin
+            .control
             .change_own_password(
                 &signed_in.actor,
                 SecretString::from(form.current_password),
@@ -84,8 +84,8 @@ pub async fn change_password(
             .await;
         match result {
             Ok(()) => return Ok(see_other("/account?done=password-changed")),
-            Err(AdminError::Invalid(errors)) => {
-                // The admin layer names the new password "password".
+            Err(ControlError::Invalid(errors)) => {
+                // The control layer names the new password "password".
                 let renamed = FieldErrors(
                     errors
                         .0

@@ -1,4 +1,4 @@
-//! Admin operations: every read and change of apps, members, keys, policies, users and
+//! Control operations: every read and change of apps, members, keys, policies, users and
 //! the audit log, each checked against the permission rules and each change audited in
 //! the same transaction. The JSON API, the CLI and the console all call these, so one
 //! set of rules serves them all. Handlers parse and render; the decisions are here.
@@ -23,10 +23,10 @@ use crate::auth::{Actor, Permission};
 use crate::domain::{AppSlug, FieldError, FieldErrors};
 use crate::limiter::Limiter;
 use crate::store::{AppRecord, Store, StoreError, Tx};
-use crate::sync::Sync;
+use crate::sync::Syncer;
 
 #[derive(Debug, thiserror::Error)]
-pub enum AdminError {
+pub enum ControlError {
     #[error("{0} not found")]
     NotFound(&'static str),
     #[error("not permitted")]
@@ -43,7 +43,7 @@ pub enum AdminError {
     Internal(anyhow::Error),
 }
 
-impl From<StoreError> for AdminError {
+impl From<StoreError> for ControlError {
     fn from(e: StoreError) -> Self {
         match e {
             StoreError::Conflict => Self::Conflict("already exists".into()),
@@ -52,29 +52,29 @@ impl From<StoreError> for AdminError {
     }
 }
 
-impl From<FieldErrors> for AdminError {
+impl From<FieldErrors> for ControlError {
     fn from(e: FieldErrors) -> Self {
         Self::Invalid(e)
     }
 }
 
-impl From<FieldError> for AdminError {
+impl From<FieldError> for ControlError {
     fn from(e: FieldError) -> Self {
         Self::Invalid(e.into())
     }
 }
 
-pub type AdminResult<T> = Result<T, AdminError>;
+pub type ControlResult<T> = Result<T, ControlError>;
 
 #[derive(Clone)]
-pub struct Admin {
+pub struct Control {
     store: Store,
-    sync: Sync,
+    sync: Syncer,
     limiter: Limiter,
 }
 
-impl Admin {
-    pub fn new(store: Store, sync: Sync, limiter: Limiter) -> Self {
+impl Control {
+    pub fn new(store: Store, sync: Syncer, limiter: Limiter) -> Self {
         Self {
             store,
             sync,
@@ -93,13 +93,13 @@ async fn authorised_app(
     actor: &Actor,
     slug: &str,
     wanted: Permission,
-) -> AdminResult<AppRecord> {
+) -> ControlResult<AppRecord> {
     // A string that cannot be a slug names no application (and never reaches SQL).
-    let slug = AppSlug::parse(slug).map_err(|_| AdminError::NotFound("application"))?;
+    let slug = AppSlug::parse(slug).map_err(|_| ControlError::NotFound("application"))?;
     let app = tx
         .app_by_slug(slug.as_str())
         .await?
-        .ok_or(AdminError::NotFound("application"))?;
+        .ok_or(ControlError::NotFound("application"))?;
     let role = match &actor.user_id {
         Some(user_id) => tx.role_in_app(&app.id, user_id).await?,
         None => None,
@@ -107,6 +107,6 @@ async fn authorised_app(
     if actor.may(role, wanted) {
         Ok(app)
     } else {
-        Err(AdminError::Forbidden)
+        Err(ControlError::Forbidden)
     }
 }

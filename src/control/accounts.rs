@@ -9,7 +9,7 @@ use crate::domain::{FieldError, Username};
 use crate::store::{AuditEntry, SessionRecord, UserRecord, now_ms};
 
 use super::users::check_new_password;
-use super::{Admin, AdminError, AdminResult};
+use super::{Control, ControlError, ControlResult};
 
 /// How long a console session lasts after sign-in.
 pub const SESSION_LIFETIME_MS: i64 = 12 * 60 * 60 * 1000;
@@ -27,7 +27,7 @@ pub struct UserFlags {
     pub disabled: bool,
 }
 
-impl Admin {
+impl Control {
     /// The user, when `password` is theirs and the account is enabled. An unknown user
     /// and a disabled one cost one argon2 verification like a wrong password, so the
     /// answer time tells nothing.
@@ -35,24 +35,24 @@ impl Admin {
         &self,
         username: &str,
         password: SecretString,
-    ) -> AdminResult<Option<UserRecord>> {
+    ) -> ControlResult<Option<UserRecord>> {
         // A name no user can have (a NUL, which PostgreSQL refuses) is an unknown user,
         // checked against the dummy hash like any other.
         let user = match self.user_named(username).await {
             Ok(user) => Some(user),
-            Err(AdminError::NotFound(_)) => None,
+            Err(ControlError::NotFound(_)) => None,
             Err(e) => return Err(e),
         };
         let stored = user.as_ref().map(|u| u.password_hash.clone());
         let matches = verify_password(password, stored)
             .await
-            .map_err(|e| AdminError::Internal(e.into()))?;
+            .map_err(|e| ControlError::Internal(e.into()))?;
         Ok(user.filter(|u| matches && !u.is_disabled()))
     }
 
     /// A new session for `user`: a fresh token each sign-in, so a token planted in a
     /// browser before sign-in (session fixation) is never promoted.
-    pub async fn start_session(&self, user: &UserRecord) -> AdminResult<NewSession> {
+    pub async fn start_session(&self, user: &UserRecord) -> ControlResult<NewSession> {
         let token = Secret::generate(SecretKind::Session);
         let csrf = Secret::generate(SecretKind::Session);
         let expires_ms = now_ms() + SESSION_LIFETIME_MS;
@@ -67,14 +67,14 @@ impl Admin {
     }
 
     /// The live session of a presented cookie token.
-    pub async fn session(&self, token: &str) -> AdminResult<Option<SessionRecord>> {
+    pub async fn session(&self, token: &str) -> ControlResult<Option<SessionRecord>> {
         let mut tx = self.store.begin_read().await?;
         let session = tx.session(&hash_secret(token)).await?;
         tx.commit().await?;
         Ok(session)
     }
 
-    pub async fn end_session(&self, token: &str) -> AdminResult<()> {
+    pub async fn end_session(&self, token: &str) -> ControlResult<()> {
         let mut tx = self.store.begin().await?;
         tx.delete_session(&hash_secret(token)).await?;
         tx.commit().await?;
@@ -89,17 +89,17 @@ impl Admin {
         current: SecretString,
         new: SecretString,
         keep_session: Option<&str>,
-    ) -> AdminResult<()> {
-        let user_id = actor.user_id.as_deref().ok_or(AdminError::Forbidden)?;
+    ) -> ControlResult<()> {
+        let user_id = actor.user_id.as_deref().ok_or(ControlError::Forbidden)?;
         let mut tx = self.store.begin_read().await?;
         let user = tx
             .user_by_id(user_id)
             .await?
-            .ok_or(AdminError::NotFound("user"))?;
+            .ok_or(ControlError::NotFound("user"))?;
         tx.commit().await?;
         let matches = verify_password(current, Some(user.password_hash.clone()))
             .await
-            .map_err(|e| AdminError::Internal(e.into()))?;
+            .map_err(|e| ControlError::Internal(e.into()))?;
         if !matches {
             return Err(FieldError::new("current_password", "is not your current password").into());
         }
@@ -113,9 +113,9 @@ impl Admin {
         actor: &Actor,
         username: &str,
         new: SecretString,
-    ) -> AdminResult<()> {
+    ) -> ControlResult<()> {
         if !actor.is_admin {
-            return Err(AdminError::Forbidden);
+            return Err(ControlError::Forbidden);
         }
         let user = self.user_named(username).await?;
         self.store_password(actor, &user, new, None).await
@@ -127,11 +127,11 @@ impl Admin {
         user: &UserRecord,
         new: SecretString,
         keep_session_hash: Option<String>,
-    ) -> AdminResult<()> {
+    ) -> ControlResult<()> {
         check_new_password(&new)?;
         let hash = hash_password(new)
             .await
-            .map_err(|e| AdminError::Internal(e.into()))?;
+            .map_err(|e| ControlError::Internal(e.into()))?;
         let mut tx = self.store.begin().await?;
         tx.set_password_hash(&user.id, &hash).await?;
         tx.delete_sessions_of_user(&user.id, keep_session_hash.as_deref())
@@ -151,9 +151,9 @@ impl Admin {
     }
 
     /// Every user, for admins.
-    pub async fn list_users(&self, actor: &Actor) -> AdminResult<Vec<UserRecord>> {
+    pub async fn list_users(&self, actor: &Actor) -> ControlResult<Vec<UserRecord>> {
         if !actor.is_admin {
-            return Err(AdminError::Forbidden);
+            return Err(ControlError::Forbidden);
         }
         let mut tx = self.store.begin_read().await?;
         let users = tx.list_users().await?;
@@ -169,16 +169,16 @@ impl Admin {
         actor: &Actor,
         username: &str,
         flags: UserFlags,
-    ) -> AdminResult<()> {
+    ) -> ControlResult<()> {
         if !actor.is_admin {
-            return Err(AdminError::Forbidden);
+            return Err(ControlError::Forbidden);
         }
-        let username = Username::parse(username).map_err(|_| AdminError::NotFound("user"))?;
+        let username = Username::parse(username).map_err(|_| ControlError::NotFound("user"))?;
         let mut tx = self.store.begin().await?;
         let user = tx
             .user_by_name(username.as_str())
             .await?
-            .ok_or(AdminError::NotFound("user"))?;
+            .ok_or(ControlError::NotFound("user"))?;
         let before = UserFlags {
             is_admin: user.is_admin(),
             disabled: user.is_disabled(),
@@ -186,7 +186,7 @@ impl Admin {
         let loses_admin =
             before.is_admin && !before.disabled && (!flags.is_admin || flags.disabled);
         if loses_admin && tx.count_active_admins().await? <= 1 {
-            return Err(AdminError::Conflict(format!(
+            return Err(ControlError::Conflict(format!(
                 "{} is the last enabled admin; make another admin first",
                 user.username
             )));
@@ -210,12 +210,12 @@ impl Admin {
         Ok(())
     }
 
-    async fn user_named(&self, username: &str) -> AdminResult<UserRecord> {
+    async fn user_named(&self, username: &str) -> ControlResult<UserRecord> {
         // A string that cannot be a username names no user (and never reaches SQL).
-        let username = Username::parse(username).map_err(|_| AdminError::NotFound("user"))?;
+        let username = Username::parse(username).map_err(|_| ControlError::NotFound("user"))?;
         let mut tx = self.store.begin_read().await?;
         let user = tx.user_by_name(username.as_str()).await?;
         tx.commit().await?;
-        user.ok_or(AdminError::NotFound("user"))
+        user.ok_or(ControlError::NotFound("user"))
     }
 }

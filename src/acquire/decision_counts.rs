@@ -70,7 +70,7 @@ pub async fn run_flusher(
             () = shutdown.cancelled() => true,
         };
         let taken = counts.take();
-        if let Err(e) = limiter.add_activity(unix_minute_now(), &taken).await {
+        if let Err(e) = limiter.add_minute_counts(unix_minute_now(), &taken).await {
             // Lost counts only make a chart lower; the decisions themselves were right.
             tracing::warn!(error = %e, policies = taken.len(), "decision counts not stored");
         }

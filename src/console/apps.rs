@@ -14,8 +14,10 @@ use super::forms::FormErrors;
 use super::page::{Chrome, Notice};
 use super::session::SignedIn;
 use super::{render, render_status};
-use crate::admin::{AdminError, AppDetail, AppInput, AppView, CreatedKey, LivePolicy, PolicyView};
-use crate::api::AppState;
+use crate::control::{
+    AppDetail, AppInput, AppView, ControlError, CreatedKey, LivePolicy, PolicyView,
+};
+use crate::state::AppState;
 use crate::store::now_ms;
 
 #[derive(Template)]
@@ -45,7 +47,7 @@ pub async fn list(
     signed_in: SignedIn,
     notice: web::Query<Notice>,
 ) -> Result<HttpResponse, ConsoleError> {
-    let apps = state.admin.list_apps(&signed_in.actor).await?;
+    let apps = state.control.list_apps(&signed_in.actor).await?;
     render(&AppsPage {
         chrome: signed_in.chrome("apps").with_notice(&notice),
         can_create: signed_in.actor.is_admin,
@@ -67,18 +69,18 @@ pub async fn create(
         name: Some(form.name.clone()),
         description: Some(form.description.clone()),
     };
-    let errors = match state.admin.create_app(&signed_in.actor, input).await {
+    let errors = match state.control.create_app(&signed_in.actor, input).await {
         Ok(app) => {
             return Ok(super::see_other(&format!(
                 "/apps/{}?done=app-created",
                 app.slug
             )));
         }
-        Err(AdminError::Invalid(errors)) => FormErrors::from_fields(&errors),
-        Err(AdminError::Conflict(message)) => FormErrors::general(message),
+        Err(ControlError::Invalid(errors)) => FormErrors::from_fields(&errors),
+        Err(ControlError::Conflict(message)) => FormErrors::general(message),
         Err(e) => return Err(e.into()),
     };
-    let apps = state.admin.list_apps(&signed_in.actor).await?;
+    let apps = state.control.list_apps(&signed_in.actor).await?;
     let page = AppsPage {
         chrome: signed_in.chrome("apps"),
         can_create: true,
@@ -172,9 +174,9 @@ impl AppPage {
         slug: &str,
     ) -> Result<Self, ConsoleError> {
         let actor = &signed_in.actor;
-        let app = state.admin.get_app(actor, slug).await?;
-        let policies = state.admin.list_policies(actor, Some(slug)).await?;
-        let live = state.admin.live_state_of(&policies).await;
+        let app = state.control.get_app(actor, slug).await?;
+        let policies = state.control.list_policies(actor, Some(slug)).await?;
+        let live = state.control.live_state_of(&policies).await;
         let now = now_ms();
         let keys = app
             .keys
@@ -227,7 +229,7 @@ pub async fn live(
     signed_in: SignedIn,
     slug: web::Path<String>,
 ) -> Result<HttpResponse, ConsoleError> {
-    let live = state.admin.live_policies(&signed_in.actor, &slug).await?;
+    let live = state.control.live_policies(&signed_in.actor, &slug).await?;
     let policies: Vec<_> = live
         .iter()
         .map(|l| {

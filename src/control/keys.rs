@@ -5,21 +5,21 @@ use crate::domain::FieldErrors;
 use crate::store::AuditEntry;
 
 use super::inputs::{KeyInput, required, text};
-use super::{Admin, AdminError, AdminResult, ApiKeyView, CreatedKey, authorised_app};
+use super::{ApiKeyView, Control, ControlError, ControlResult, CreatedKey, authorised_app};
 
-impl Admin {
+impl Control {
     /// A new API key for the application; its text is in the reply and nowhere else.
     pub async fn create_key(
         &self,
         actor: &Actor,
         slug: &str,
         input: KeyInput,
-    ) -> AdminResult<CreatedKey> {
+    ) -> ControlResult<CreatedKey> {
         let mut errors = FieldErrors::default();
         let label = required(&mut errors, "label", &input.label)
             .and_then(|l| errors.check(text("label", &l, 200)));
         let Some(label) = label else {
-            return Err(AdminError::Invalid(errors));
+            return Err(ControlError::Invalid(errors));
         };
 
         let secret = Secret::generate(SecretKind::ApiKey);
@@ -49,17 +49,17 @@ impl Admin {
 
     /// Revokes a key; it stops working on this instance at once, on others by the next
     /// reconcile pass.
-    pub async fn revoke_key(&self, actor: &Actor, slug: &str, key_id: &str) -> AdminResult<()> {
+    pub async fn revoke_key(&self, actor: &Actor, slug: &str, key_id: &str) -> ControlResult<()> {
         let mut tx = self.store.begin().await?;
         let app = authorised_app(&mut tx, actor, slug, Permission::Edit).await?;
         // Ids are 16 hex characters; anything else names no key.
         if key_id.len() != 16 || !key_id.bytes().all(|b| b.is_ascii_hexdigit()) {
-            return Err(AdminError::NotFound("api key"));
+            return Err(ControlError::NotFound("api key"));
         }
         let before = tx
             .revoke_api_key(&app.id, key_id)
             .await?
-            .ok_or(AdminError::NotFound("api key"))?;
+            .ok_or(ControlError::NotFound("api key"))?;
         tx.record_audit(AuditEntry {
             actor: &actor.name,
             app_slug: Some(&app.slug),

@@ -12,8 +12,8 @@ use super::forms::FormErrors;
 use super::login::CsrfForm;
 use super::session::SignedIn;
 use super::{render_status, see_other};
-use crate::admin::{AdminError, KeyInput, MemberInput};
-use crate::api::AppState;
+use crate::control::{ControlError, KeyInput, MemberInput};
+use crate::state::AppState;
 
 #[derive(Debug, Default, Deserialize)]
 pub struct MemberForm {
@@ -51,7 +51,7 @@ pub async fn save(
         role: Some(form.role.clone()),
     };
     let errors = match state
-        .admin
+        .control
         .set_member(&signed_in.actor, &slug, &username, input)
         .await
     {
@@ -60,8 +60,8 @@ pub async fn save(
                 "/apps/{slug}?done=member-saved#members"
             )));
         }
-        Err(AdminError::Invalid(errors)) => FormErrors::from_fields(&errors),
-        Err(AdminError::NotFound("user")) => {
+        Err(ControlError::Invalid(errors)) => FormErrors::from_fields(&errors),
+        Err(ControlError::NotFound("user")) => {
             FormErrors::general(format!("There is no user named {username:?}."))
         }
         Err(e) => return Err(e.into()),
@@ -83,7 +83,7 @@ pub async fn remove(
     signed_in.check_csrf(&form.csrf)?;
     let (slug, username) = path.into_inner();
     state
-        .admin
+        .control
         .remove_member(&signed_in.actor, &slug, &username)
         .await?;
     Ok(see_other(&format!(
@@ -111,7 +111,11 @@ pub async fn create_key(
     let input = KeyInput {
         label: Some(form.label.clone()),
     };
-    match state.admin.create_key(&signed_in.actor, &slug, input).await {
+    match state
+        .control
+        .create_key(&signed_in.actor, &slug, input)
+        .await
+    {
         Ok(created) => {
             let mut page = AppPage::load(&state, &signed_in, &slug).await?;
             page.new_key = Some(created);
@@ -126,7 +130,7 @@ pub async fn create_key(
             );
             Ok(response)
         }
-        Err(AdminError::Invalid(errors)) => {
+        Err(ControlError::Invalid(errors)) => {
             app_page_with(&state, &signed_in, &slug, |page| {
                 page.key_label = form.label;
                 page.key_errors = FormErrors::from_fields(&errors);
@@ -146,6 +150,9 @@ pub async fn revoke_key(
 ) -> Result<HttpResponse, ConsoleError> {
     signed_in.check_csrf(&form.csrf)?;
     let (slug, id) = path.into_inner();
-    state.admin.revoke_key(&signed_in.actor, &slug, &id).await?;
+    state
+        .control
+        .revoke_key(&signed_in.actor, &slug, &id)
+        .await?;
     Ok(see_other(&format!("/apps/{slug}?done=key-revoked#keys")))
 }

@@ -3,12 +3,12 @@
 
 use serde::Serialize;
 
-use crate::activity::unix_minute_now;
+use crate::acquire::unix_minute_now;
 use crate::auth::Actor;
 use crate::domain::PolicyName;
 use crate::limiter::{BucketState, MinuteCounts};
 
-use super::{Admin, AdminResult, PolicyView};
+use super::{Control, ControlResult, PolicyView};
 
 /// How many minutes of counts the chart shows.
 pub const ACTIVITY_MINUTES: i64 = 10;
@@ -24,9 +24,9 @@ pub struct LivePolicy {
     pub activity: Vec<MinuteCounts>,
 }
 
-impl Admin {
+impl Control {
     /// The live state of an application's policies, for those who may see it.
-    pub async fn live_policies(&self, actor: &Actor, slug: &str) -> AdminResult<Vec<LivePolicy>> {
+    pub async fn live_policies(&self, actor: &Actor, slug: &str) -> ControlResult<Vec<LivePolicy>> {
         let policies = self.list_policies(actor, Some(slug)).await?;
         Ok(self.live_state_of(&policies).await)
     }
@@ -51,7 +51,7 @@ impl Admin {
             };
             let activity = self
                 .limiter
-                .recent_activity(name.as_str(), now_minute, ACTIVITY_MINUTES)
+                .recent_minute_counts(name.as_str(), now_minute, ACTIVITY_MINUTES)
                 .await
                 .unwrap_or_default();
             let full_in_ms = state.as_ref().map(|s| s.full_in_ms);

@@ -6,14 +6,15 @@ use crate::store::AuditEntry;
 
 use super::inputs::{AppInput, required, text};
 use super::{
-    Admin, AdminError, AdminResult, ApiKeyView, AppDetail, AppView, MemberView, authorised_app,
+    ApiKeyView, AppDetail, AppView, Control, ControlError, ControlResult, MemberView,
+    authorised_app,
 };
 
-impl Admin {
+impl Control {
     /// Applications are made by admins; their owners run them from then on.
-    pub async fn create_app(&self, actor: &Actor, input: AppInput) -> AdminResult<AppView> {
+    pub async fn create_app(&self, actor: &Actor, input: AppInput) -> ControlResult<AppView> {
         if !actor.is_admin {
-            return Err(AdminError::Forbidden);
+            return Err(ControlError::Forbidden);
         }
         let mut errors = FieldErrors::default();
         let slug = required(&mut errors, "slug", &input.slug)
@@ -26,13 +27,13 @@ impl Admin {
         ));
         errors.clone().into_result()?;
         let (Some(slug), Some(name), Some(description)) = (slug, name, description) else {
-            return Err(AdminError::Invalid(errors));
+            return Err(ControlError::Invalid(errors));
         };
 
         let mut tx = self.store.begin().await?;
         let app = match tx.insert_app(&slug, &name, &description).await {
             Err(crate::store::StoreError::Conflict) => {
-                return Err(AdminError::Conflict(format!(
+                return Err(ControlError::Conflict(format!(
                     "an application with slug {slug:?} already exists"
                 )));
             }
@@ -54,7 +55,7 @@ impl Admin {
     }
 
     /// The applications the actor may see: all for admins, their own for members.
-    pub async fn list_apps(&self, actor: &Actor) -> AdminResult<Vec<AppView>> {
+    pub async fn list_apps(&self, actor: &Actor) -> ControlResult<Vec<AppView>> {
         let mut tx = self.store.begin_read().await?;
         let apps = match (&actor.user_id, actor.is_admin) {
             (_, true) => tx.list_apps().await?,
@@ -65,7 +66,7 @@ impl Admin {
         Ok(apps.iter().map(AppView::from).collect())
     }
 
-    pub async fn get_app(&self, actor: &Actor, slug: &str) -> AdminResult<AppDetail> {
+    pub async fn get_app(&self, actor: &Actor, slug: &str) -> ControlResult<AppDetail> {
         let mut tx = self.store.begin_read().await?;
         let app = authorised_app(&mut tx, actor, slug, Permission::View).await?;
         let members = tx.list_members(&app.id).await?;

@@ -1,5 +1,5 @@
 //! Granted and denied counts per policy and minute, summed over every instance: each
-//! instance adds what it decided (see `crate::activity`), the console reads them back.
+//! instance adds what it decided (see `crate::acquire::DecisionCounts`), the console reads them back.
 //! One small hash per policy and minute, expiring after an hour.
 
 use super::{Limiter, LimiterError};
@@ -16,13 +16,8 @@ pub struct MinuteCounts {
 }
 
 impl Limiter {
-    fn activity_key(&self, policy: &str, minute: i64) -> String {
-        // The policy's hash tag: in a cluster its counts live beside its bucket.
-        format!("{}:activity:{{{policy}}}:{minute}", self.keys.prefix())
-    }
-
     /// Adds one instance's counts of `minute`, for many policies in one pipeline.
-    pub async fn add_activity(
+    pub async fn add_minute_counts(
         &self,
         minute: i64,
         counts: &[(String, u64, u64)],
@@ -32,7 +27,7 @@ impl Limiter {
         }
         let mut pipe = redis::pipe();
         for (policy, granted, denied) in counts {
-            let key = self.activity_key(policy, minute);
+            let key = self.keys.minute_counts(policy, minute);
             pipe.hincr(&key, "granted", *granted)
                 .ignore()
                 .hincr(&key, "denied", *denied)
@@ -45,7 +40,7 @@ impl Limiter {
     }
 
     /// The counts of the `minutes` minutes up to and including `now_minute`, oldest first.
-    pub async fn recent_activity(
+    pub async fn recent_minute_counts(
         &self,
         policy: &str,
         now_minute: i64,
@@ -55,7 +50,7 @@ impl Limiter {
         let mut pipe = redis::pipe();
         for minute in first..=now_minute {
             pipe.cmd("HMGET")
-                .arg(self.activity_key(policy, minute))
+                .arg(self.keys.minute_counts(policy, minute))
                 .arg("granted")
                 .arg("denied");
         }

@@ -7,7 +7,7 @@ use actix_web::{HttpResponse, ResponseError};
 use askama::Template;
 
 use super::page::Chrome;
-use crate::admin::AdminError;
+use crate::control::ControlError;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConsoleError {
@@ -30,12 +30,12 @@ pub enum ConsoleError {
     Internal(#[from] anyhow::Error),
 }
 
-impl From<AdminError> for ConsoleError {
-    fn from(e: AdminError) -> Self {
+impl From<ControlError> for ConsoleError {
+    fn from(e: ControlError) -> Self {
         match e {
-            AdminError::NotFound(what) => Self::NotFound(what.to_owned()),
-            AdminError::Forbidden => Self::Forbidden,
-            AdminError::Invalid(errors) => Self::BadRequest(
+            ControlError::NotFound(what) => Self::NotFound(what.to_owned()),
+            ControlError::Forbidden => Self::Forbidden,
+            ControlError::Invalid(errors) => Self::BadRequest(
                 errors
                     .0
                     .iter()
@@ -43,15 +43,15 @@ impl From<AdminError> for ConsoleError {
                     .collect::<Vec<_>>()
                     .join("; "),
             ),
-            AdminError::Conflict(message) => Self::Conflict(message),
-            AdminError::VersionConflict { current } => Self::Conflict(format!(
+            ControlError::Conflict(message) => Self::Conflict(message),
+            ControlError::VersionConflict { current } => Self::Conflict(format!(
                 "the policy was changed meanwhile; its version is now {current}"
             )),
-            AdminError::Unavailable(e) => {
+            ControlError::Unavailable(e) => {
                 tracing::warn!(error = ?e, "console: redis unavailable");
                 Self::Unavailable
             }
-            AdminError::Internal(e) => Self::Internal(e),
+            ControlError::Internal(e) => Self::Internal(e),
         }
     }
 }

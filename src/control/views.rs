@@ -1,4 +1,4 @@
-//! What the admin operations return: the JSON shapes of DESIGN.md section 8.
+//! What the control operations return: the JSON shapes of the admin API (README).
 
 use serde::Serialize;
 use utoipa::ToSchema;

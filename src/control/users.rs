@@ -5,7 +5,7 @@ use crate::auth::{Actor, Secret, SecretKind, hash_password};
 use crate::domain::{FieldError, Username};
 use crate::store::{AuditEntry, StoreError, UserRecord};
 
-use super::{Admin, AdminError, AdminResult};
+use super::{Control, ControlError, ControlResult};
 
 pub const MIN_PASSWORD_CHARS: usize = 8;
 
@@ -21,26 +21,26 @@ pub(super) fn check_new_password(password: &SecretString) -> Result<(), FieldErr
     }
 }
 
-impl Admin {
+impl Control {
     pub async fn create_user(
         &self,
         actor: &Actor,
         username: &str,
         password: SecretString,
         is_admin: bool,
-    ) -> AdminResult<UserRecord> {
+    ) -> ControlResult<UserRecord> {
         if !actor.is_admin {
-            return Err(AdminError::Forbidden);
+            return Err(ControlError::Forbidden);
         }
         let username = Username::parse(username)?;
         check_new_password(&password)?;
         let hash = hash_password(password)
             .await
-            .map_err(|e| AdminError::Internal(e.into()))?;
+            .map_err(|e| ControlError::Internal(e.into()))?;
         let mut tx = self.store.begin().await?;
         let user = match tx.insert_user(&username, &hash, is_admin).await {
             Err(StoreError::Conflict) => {
-                return Err(AdminError::Conflict(format!(
+                return Err(ControlError::Conflict(format!(
                     "user {username} already exists"
                 )));
             }
@@ -66,18 +66,20 @@ impl Admin {
         actor: &Actor,
         username: &str,
         label: &str,
-    ) -> AdminResult<SecretString> {
-        let username = Username::parse(username).map_err(|_| AdminError::NotFound("user"))?;
+    ) -> ControlResult<SecretString> {
+        let username = Username::parse(username).map_err(|_| ControlError::NotFound("user"))?;
         let mut tx = self.store.begin().await?;
         let user = tx
             .user_by_name(username.as_str())
             .await?
-            .ok_or(AdminError::NotFound("user"))?;
+            .ok_or(ControlError::NotFound("user"))?;
         if !actor.is_admin && actor.user_id.as_deref() != Some(&user.id) {
-            return Err(AdminError::Forbidden);
+            return Err(ControlError::Forbidden);
         }
         if user.is_disabled() {
-            return Err(AdminError::Conflict(format!("user {username} is disabled")));
+            return Err(ControlError::Conflict(format!(
+                "user {username} is disabled"
+            )));
         }
         let secret = Secret::generate(SecretKind::AccessToken);
         let token_id = tx
@@ -98,7 +100,7 @@ impl Admin {
     }
 
     /// The user a presented access token belongs to, if it is live and the user enabled.
-    pub async fn actor_for_token(&self, presented: &str) -> AdminResult<Option<Actor>> {
+    pub async fn actor_for_token(&self, presented: &str) -> ControlResult<Option<Actor>> {
         let hash = crate::auth::hash_secret(presented);
         let mut tx = self.store.begin().await?;
         let owner = tx.token_owner(&hash).await?;
@@ -108,7 +110,7 @@ impl Admin {
 
     /// At first start with no user at all: an `admin` with a random password, returned
     /// so the caller prints it once. `None` when users exist.
-    pub async fn bootstrap_admin(&self) -> AdminResult<Option<SecretString>> {
+    pub async fn bootstrap_admin(&self) -> ControlResult<Option<SecretString>> {
         let mut tx = self.store.begin().await?;
         let count = tx.count_users().await?;
         tx.commit().await?;
@@ -123,7 +125,7 @@ impl Admin {
         {
             Ok(_) => Ok(Some(password)),
             // Another instance starting at the same moment made it first.
-            Err(AdminError::Conflict(_)) => Ok(None),
+            Err(ControlError::Conflict(_)) => Ok(None),
             Err(e) => Err(e),
         }
     }

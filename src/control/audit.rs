@@ -1,17 +1,17 @@
 use crate::auth::Actor;
 use crate::store::AuditFilter;
 
-use super::{Admin, AdminResult, AuditView};
+use super::{AuditView, Control, ControlResult};
 
 pub const AUDIT_PAGE_SIZE: u32 = 50;
 
-impl Admin {
+impl Control {
     /// Audit events, newest first: all for admins; for members, those of their apps.
     pub async fn list_audit(
         &self,
         actor: &Actor,
         mut filter: AuditFilter,
-    ) -> AdminResult<Vec<AuditView>> {
+    ) -> ControlResult<Vec<AuditView>> {
         let mut tx = self.store.begin_read().await?;
         if !actor.is_admin {
             let visible = match &actor.user_id {

@@ -14,9 +14,9 @@ use super::login_guard;
 use super::page::Chrome;
 use super::session::{SESSION_COOKIE, SignedIn, constant_time_eq, cookie, removal};
 use super::{render_status, see_other};
-use crate::admin::SESSION_LIFETIME_MS;
-use crate::api::AppState;
 use crate::auth::{Secret, SecretKind};
+use crate::control::SESSION_LIFETIME_MS;
+use crate::state::AppState;
 
 const LOGIN_CSRF_COOKIE: &str = "rk_login_csrf";
 
@@ -72,7 +72,7 @@ pub async fn show(
 ) -> Result<HttpResponse, ConsoleError> {
     let next = safe_next(query.next.as_deref());
     if let Some(token) = req.cookie(SESSION_COOKIE)
-        && state.admin.session(token.value()).await?.is_some()
+        && state.control.session(token.value()).await?.is_some()
     {
         return Ok(see_other(&next));
     }
@@ -145,7 +145,7 @@ pub async fn submit(
     }
 
     let password = SecretString::from(form.password);
-    let Some(user) = state.admin.check_password(&username, password).await? else {
+    let Some(user) = state.control.check_password(&username, password).await? else {
         let error = "Unknown username or wrong password (or the account is disabled).".to_owned();
         return render_form(&req, StatusCode::UNAUTHORIZED, next, username, Some(error));
     };
@@ -153,9 +153,9 @@ pub async fn submit(
 
     // A new session id at every sign-in; a session this browser had before ends.
     if let Some(old) = req.cookie(SESSION_COOKIE) {
-        state.admin.end_session(old.value()).await?;
+        state.control.end_session(old.value()).await?;
     }
-    let session = state.admin.start_session(&user).await?;
+    let session = state.control.start_session(&user).await?;
     tracing::info!(user = %user.username, "console sign-in");
     use secrecy::ExposeSecret;
     Ok(HttpResponse::SeeOther()
@@ -183,7 +183,7 @@ pub async fn logout(
     form: web::Form<CsrfForm>,
 ) -> Result<HttpResponse, ConsoleError> {
     signed_in.check_csrf(&form.csrf)?;
-    state.admin.end_session(&signed_in.token).await?;
+    state.control.end_session(&signed_in.token).await?;
     Ok(HttpResponse::SeeOther()
         .insert_header((header::LOCATION, "/login"))
         .cookie(removal(&req, SESSION_COOKIE))

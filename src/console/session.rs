@@ -10,8 +10,8 @@ use actix_web::{FromRequest, HttpRequest, dev::Payload, web};
 
 use super::error::ConsoleError;
 use super::page::{Chrome, ChromeUser};
-use crate::api::AppState;
 use crate::auth::Actor;
+use crate::state::AppState;
 
 pub const SESSION_COOKIE: &str = "rk_session";
 
@@ -71,7 +71,7 @@ impl FromRequest for SignedIn {
             let state = state.ok_or_else(|| anyhow::anyhow!("app state missing"))?;
             let sign_in = || ConsoleError::SignInRequired { next: next.clone() };
             let token = token.ok_or_else(sign_in)?;
-            let session = state.admin.session(&token).await?.ok_or_else(sign_in)?;
+            let session = state.control.session(&token).await?.ok_or_else(sign_in)?;
             Ok(SignedIn {
                 actor: Actor::from_user(&session.user),
                 csrf: session.csrf_token,

@@ -1,6 +1,6 @@
-//! The web console: server-rendered askama pages over the same `admin` operations (and so
+//! The web console: server-rendered askama pages over the same `control` operations (and so
 //! the same permission rules) as the JSON API, with a small script for the live state.
-//! Handlers parse the form, check the session and its CSRF token, call `admin`, render.
+//! Handlers parse the form, check the session and its CSRF token, call `control`, render.
 
 mod account;
 mod apps;

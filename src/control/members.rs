@@ -5,16 +5,16 @@ use crate::domain::{FieldError, MemberRole, Username};
 use crate::store::AuditEntry;
 
 use super::inputs::MemberInput;
-use super::{Admin, AdminError, AdminResult, MemberView, authorised_app};
+use super::{Control, ControlError, ControlResult, MemberView, authorised_app};
 
-impl Admin {
+impl Control {
     pub async fn set_member(
         &self,
         actor: &Actor,
         slug: &str,
         username: &str,
         input: MemberInput,
-    ) -> AdminResult<MemberView> {
+    ) -> ControlResult<MemberView> {
         let role = match input.role.as_deref() {
             Some("owner") => MemberRole::Owner,
             Some("viewer") => MemberRole::Viewer,
@@ -29,7 +29,7 @@ impl Admin {
         let user = tx
             .user_by_name(username.as_str())
             .await?
-            .ok_or(AdminError::NotFound("user"))?;
+            .ok_or(ControlError::NotFound("user"))?;
         let before = tx.set_membership(&app.id, &user.id, role).await?;
         let view = MemberView {
             username: user.username.clone(),
@@ -54,18 +54,18 @@ impl Admin {
         actor: &Actor,
         slug: &str,
         username: &str,
-    ) -> AdminResult<()> {
+    ) -> ControlResult<()> {
         let mut tx = self.store.begin().await?;
         let app = authorised_app(&mut tx, actor, slug, Permission::Edit).await?;
-        let username = Username::parse(username).map_err(|_| AdminError::NotFound("member"))?;
+        let username = Username::parse(username).map_err(|_| ControlError::NotFound("member"))?;
         let user = tx
             .user_by_name(username.as_str())
             .await?
-            .ok_or(AdminError::NotFound("member"))?;
+            .ok_or(ControlError::NotFound("member"))?;
         let before = tx
             .delete_membership(&app.id, &user.id)
             .await?
-            .ok_or(AdminError::NotFound("member"))?;
+            .ok_or(ControlError::NotFound("member"))?;
         tx.record_audit(AuditEntry {
             actor: &actor.name,
             app_slug: Some(&app.slug),
