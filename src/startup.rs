@@ -5,14 +5,14 @@ use std::net::TcpListener;
 use std::sync::Arc;
 
 use actix_web::dev::Server;
-use actix_web::{App, HttpServer, web};
+use actix_web::{App, HttpRequest, HttpResponse, HttpServer, web};
 use anyhow::Context;
 use secrecy::{ExposeSecret, SecretString};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::acquire::DenialCache;
-use crate::acquire::{DecisionCounts, run_flusher};
+use crate::acquire::{Acquirer, DecisionCounts, run_flusher};
 use crate::api;
 use crate::config::Settings;
 use crate::console;
@@ -125,22 +125,25 @@ impl Application {
         ));
         let state = web::Data::new(AppState {
             control: core.control,
-            limiter: core.limiter,
-            snapshot: core.snapshot,
-            denials: core.denials,
-            decisions: core.decisions,
+            limiter: core.limiter.clone(),
             store: core.store.clone(),
         });
         let redis_url = settings.redis_url.clone();
+        let (snapshot, denials, decisions) = (core.snapshot, core.denials, core.decisions);
         let mut server = HttpServer::new(move || {
-            // Runs on each worker thread: the acquire path gets that thread's connection.
-            let local = state.limiter.for_this_thread(redis_url.expose_secret());
+            // Runs on each worker thread: its acquire path gets that thread's connection.
+            let acquirer = Acquirer::new(
+                state.limiter.for_this_thread(redis_url.expose_secret()),
+                snapshot.clone(),
+                denials.clone(),
+                decisions.clone(),
+            );
             App::new()
                 .app_data(state.clone())
-                .app_data(web::Data::new(api::WorkerLimiter(local)))
+                .app_data(web::Data::new(acquirer))
                 .configure(api::routes)
                 .configure(console::routes)
-                .default_service(web::to(console::not_found))
+                .default_service(web::to(not_found))
         })
         .disable_signals()
         .shutdown_timeout(10)
@@ -183,6 +186,15 @@ impl Application {
     /// Serves until the process gets SIGINT or SIGTERM.
     pub async fn run_until_signalled(self) -> anyhow::Result<()> {
         self.run_until(shutdown_signal()).await
+    }
+}
+
+/// Any path no route claims: problem+json under the APIs, an HTML page elsewhere.
+async fn not_found(req: HttpRequest) -> HttpResponse {
+    if api::is_api_path(req.path()) {
+        api::not_found(&req)
+    } else {
+        console::not_found(&req)
     }
 }
 

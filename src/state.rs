@@ -1,20 +1,15 @@
 //! What every HTTP handler may use, the APIs' and the console's alike: built once at
-//! start (see `startup`) and shared by all workers.
+//! start (see `startup`) and shared by all workers. The acquire path has its own,
+//! per worker: [`crate::acquire::Acquirer`].
 
-use std::sync::Arc;
-
-use crate::acquire::{DecisionCounts, DenialCache};
 use crate::control::Control;
 use crate::limiter::Limiter;
-use crate::snapshot::Snapshot;
 use crate::store::Store;
 
 pub struct AppState {
     pub control: Control,
+    /// Redis, for readiness and ratekeeper's own limits (sign-in attempts).
     pub limiter: Limiter,
-    pub snapshot: Arc<Snapshot>,
-    pub denials: Arc<DenialCache>,
-    /// Granted/denied counts for the console's activity chart.
-    pub decisions: Arc<DecisionCounts>,
+    /// SQL, for readiness.
     pub store: Store,
 }

@@ -1,8 +1,12 @@
-//! The acquire path (the data plane): what an instance keeps in memory to answer
-//! `POST /v1/acquire` with one Redis round trip and no SQL.
+//! The acquire path (the data plane): answering `POST /v1/acquire` with one Redis round
+//! trip and no SQL, and what an instance keeps in memory for it.
 
+mod acquirer;
 mod decision_counts;
 mod denials;
+mod outcome;
 
+pub use acquirer::Acquirer;
 pub use decision_counts::{DecisionCounts, run_flusher, unix_minute_now};
 pub use denials::{CachedDenial, DenialCache};
+pub use outcome::{Decided, Outcome, Refusal};

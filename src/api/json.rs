@@ -51,3 +51,17 @@ pub fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, Problem> {
         }
     }
 }
+
+/// A required body field of the client APIs, parsed; missing or invalid is a 400 naming it
+/// (the admin API answers 422 instead: see `control::inputs`).
+pub fn required_field<T>(
+    field: &'static str,
+    value: Option<String>,
+    parse: impl FnOnce(String) -> Result<T, FieldError>,
+) -> Result<T, Problem> {
+    let value = value.ok_or_else(|| {
+        Problem::malformed(format!("{field} is required"))
+            .with_fields(FieldError::new(field, "is required").into())
+    })?;
+    parse(value).map_err(|e| Problem::malformed(e.to_string()).with_fields(e.into()))
+}

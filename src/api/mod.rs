@@ -2,20 +2,16 @@
 
 pub mod acquire;
 pub mod admin;
+pub mod auth;
 mod health;
 pub mod json;
 mod openapi;
 pub mod problem;
 pub mod release;
 
-use actix_web::{HttpRequest, web};
+use actix_web::{HttpRequest, HttpResponse, ResponseError, web};
 
-use crate::limiter::Limiter;
 use problem::Problem;
-
-/// The limiter of the HTTP worker thread serving the request (see
-/// [`Limiter::for_this_thread`]).
-pub struct WorkerLimiter(pub Limiter);
 
 pub fn routes(cfg: &mut web::ServiceConfig) {
     cfg.app_data(
@@ -35,11 +31,12 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
     .configure(admin::routes);
 }
 
-/// The answer for any path no route claims.
-pub async fn not_found(req: HttpRequest) -> Result<actix_web::HttpResponse, Problem> {
-    Err(Problem::not_found(format!(
-        "no route for {} {}",
-        req.method(),
-        req.path()
-    )))
+/// Whether a path belongs to the APIs (problem+json) rather than the console (HTML).
+pub fn is_api_path(path: &str) -> bool {
+    path.starts_with("/api/") || path.starts_with("/v1/")
+}
+
+/// The answer for an API path no route claims.
+pub fn not_found(req: &HttpRequest) -> HttpResponse {
+    Problem::not_found(format!("no route for {} {}", req.method(), req.path())).error_response()
 }

@@ -2,17 +2,16 @@
 //! once rather than when the lease expires.
 
 use actix_web::http::StatusCode;
-use actix_web::{HttpRequest, HttpResponse, web};
+use actix_web::{HttpResponse, web};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use super::WorkerLimiter;
-use super::acquire::{client_key, required_field};
-use super::json::ValidJson;
+use super::auth::ApiClient;
+use super::json::{ValidJson, required_field};
 use super::problem::Problem;
+use crate::acquire::Acquirer;
 use crate::domain::{FieldError, PolicyName};
 use crate::limiter::{LeaseId, ReleaseOutcome};
-use crate::state::AppState;
 
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -46,12 +45,10 @@ pub struct ReleaseReply {
     security(("api_key" = []))
 )]
 pub async fn release(
-    req: HttpRequest,
-    state: web::Data<AppState>,
-    limiter: web::Data<WorkerLimiter>,
+    acquirer: web::Data<Acquirer>,
+    ApiClient(client): ApiClient,
     body: ValidJson<ReleaseRequest>,
 ) -> Result<HttpResponse, Problem> {
-    let key = client_key(&req, &state)?;
     let body = body.0;
     let name = required_field("resource", body.resource, |r| {
         PolicyName::parse_field("resource", &r)
@@ -61,7 +58,7 @@ pub async fn release(
             FieldError::new("lease_id", "must be the 32 hex digits an acquire returned")
         })
     })?;
-    match limiter.0.release(&name, &key.app, lease).await {
+    match acquirer.release(&client.app, &name, lease).await {
         Ok(ReleaseOutcome::Released { remaining, permits }) => {
             Ok(HttpResponse::Ok().json(ReleaseReply {
                 released: true,

@@ -120,14 +120,9 @@ pub fn render_status(
         .body(body))
 }
 
-/// Any path no route claims: problem+json under the APIs, an HTML page elsewhere.
-pub async fn not_found(req: HttpRequest) -> HttpResponse {
+/// The page for a console path no route claims.
+pub fn not_found(req: &HttpRequest) -> HttpResponse {
     let path = req.path();
-    if path.starts_with("/api/") || path.starts_with("/v1/") {
-        return actix_web::ResponseError::error_response(
-            &crate::api::not_found(req.clone()).await.unwrap_err(),
-        );
-    }
     error::render_error(
         StatusCode::NOT_FOUND,
         "Page not found",

@@ -6,7 +6,7 @@ use rand::Rng;
 
 use crate::domain::{Algorithm, AppSlug, Permits, PolicyName};
 
-use super::{Limiter, LimiterError, scripts};
+use super::{Limiter, LimiterError, StateKey, scripts};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Decision {
@@ -101,34 +101,28 @@ impl Limiter {
     ) -> Result<(Vec<i64>, Option<LeaseId>), LimiterError> {
         let mut conn = self.conn.clone();
         let mut invocation = scripts::acquire_script(algorithm).key(self.keys.policy(name));
-        let state = self.keys.state_keys(name);
+        // Only the state key this algorithm's script takes: none for the token bucket,
+        // the sliding window and GCRA, whose state lives in the hash.
+        if let Some(which) = StateKey::of(algorithm) {
+            invocation.key(self.keys.state(name, which));
+        }
+        invocation.arg(permits.get()).arg(app.as_str());
         let mut lease = None;
         match algorithm {
-            Algorithm::TokenBucket | Algorithm::SlidingWindow | Algorithm::Gcra => {
-                invocation.arg(permits.get()).arg(app.as_str());
-            }
-            Algorithm::FixedWindow => {
-                invocation.key(state.fixed_window);
-                invocation.arg(permits.get()).arg(app.as_str());
-            }
             Algorithm::SlidingLog => {
                 // Makes each grant's log members unique, even within one microsecond.
                 let request: u64 = rand::rng().random();
-                invocation.key(state.sliding_log);
-                invocation
-                    .arg(permits.get())
-                    .arg(app.as_str())
-                    .arg(format!("{request:016x}"));
+                invocation.arg(format!("{request:016x}"));
             }
             Algorithm::Concurrency => {
                 let id = LeaseId::generate();
                 lease = Some(id);
-                invocation.key(state.leases);
-                invocation
-                    .arg(permits.get())
-                    .arg(app.as_str())
-                    .arg(id.to_string());
+                invocation.arg(id.to_string());
             }
+            Algorithm::TokenBucket
+            | Algorithm::FixedWindow
+            | Algorithm::SlidingWindow
+            | Algorithm::Gcra => {}
         }
         let reply: Vec<i64> = self.timed(invocation.invoke_async(&mut conn)).await?;
         Ok((reply, lease))

@@ -1,16 +1,39 @@
-use crate::domain::PolicyName;
+//! The names of every Redis key and channel of one deployment, in one place.
 
-/// The state keys of one policy (see [`KeySpace::state_keys`]).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StateKeys {
-    pub fixed_window: String,
-    pub sliding_log: String,
-    pub leases: String,
+use crate::domain::{Algorithm, PolicyName};
+
+/// A key of a policy's state beside its hash, for the algorithms that keep one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StateKey {
+    /// The fixed window's counter.
+    FixedWindow,
+    /// The sliding log of grants.
+    SlidingLog,
+    /// The concurrency leases held.
+    Leases,
 }
 
-impl StateKeys {
-    pub fn all(&self) -> [&str; 3] {
-        [&self.fixed_window, &self.sliding_log, &self.leases]
+impl StateKey {
+    pub const ALL: [StateKey; 3] = [Self::FixedWindow, Self::SlidingLog, Self::Leases];
+
+    /// What follows the policy's hash key in the state key's name.
+    pub fn suffix(self) -> &'static str {
+        match self {
+            Self::FixedWindow => ":fw",
+            Self::SlidingLog => ":log",
+            Self::Leases => ":leases",
+        }
+    }
+
+    /// The state key an algorithm's acquire script takes beside the hash, if any (the
+    /// token bucket, the sliding window and GCRA keep their state in the hash itself).
+    pub fn of(algorithm: Algorithm) -> Option<Self> {
+        match algorithm {
+            Algorithm::FixedWindow => Some(Self::FixedWindow),
+            Algorithm::SlidingLog => Some(Self::SlidingLog),
+            Algorithm::Concurrency => Some(Self::Leases),
+            Algorithm::TokenBucket | Algorithm::SlidingWindow | Algorithm::Gcra => None,
+        }
     }
 }
 
@@ -37,16 +60,15 @@ impl KeySpace {
         format!("{}:{{{}}}", self.prefix, name)
     }
 
-    /// The keys of a policy's state beside its hash, one per algorithm that keeps one:
-    /// the fixed window's counter, the sliding log, the concurrency leases. Same hash tag,
-    /// so a script may take them with the hash on a Redis Cluster.
-    pub fn state_keys(&self, name: &PolicyName) -> StateKeys {
-        let hash = self.policy(name);
-        StateKeys {
-            fixed_window: format!("{hash}:fw"),
-            sliding_log: format!("{hash}:log"),
-            leases: format!("{hash}:leases"),
-        }
+    /// One state key of a policy: same hash tag as its hash, so a script may take both
+    /// on a Redis Cluster.
+    pub fn state(&self, name: &PolicyName, which: StateKey) -> String {
+        format!("{}:{{{}}}{}", self.prefix, name, which.suffix())
+    }
+
+    /// Every state key a policy may have (to discard its state, or read any algorithm's).
+    pub fn all_state(&self, name: &PolicyName) -> [String; 3] {
+        StateKey::ALL.map(|which| self.state(name, which))
     }
 
     /// The marker the sync task leaves after a complete pass: the SQL fingerprint that
@@ -97,5 +119,9 @@ mod tests {
         assert_eq!(key, "rk:{orders.create}");
         assert_eq!(keys.policy_name_of(&key), Some("orders.create"));
         assert_eq!(keys.policy_name_of("other:{x}"), None);
+        assert_eq!(
+            keys.state(&name, StateKey::Leases),
+            "rk:{orders.create}:leases"
+        );
     }
 }

@@ -15,7 +15,7 @@ mod writes;
 pub use acquire::{AcquireOutcome, Decision, LeaseId};
 pub use changes::listen_for_changes;
 pub use connection::RedisConn;
-pub use keys::{KeySpace, StateKeys};
+pub use keys::{KeySpace, StateKey};
 pub use minute_counts::MinuteCounts;
 pub use own_buckets::OwnBucket;
 pub use release::ReleaseOutcome;
@@ -73,14 +73,13 @@ impl Limiter {
     }
 
     /// Runs a Redis future under the configured timeout: a hung Redis never hangs a client.
+    /// This is the one timer of a call: the connections have no response timeout of their
+    /// own (see `connection.rs`), and this one also bounds a reconnection in progress.
     async fn timed<T>(
         &self,
         fut: impl Future<Output = redis::RedisResult<T>>,
     ) -> Result<T, LimiterError> {
-        match tokio::time::timeout(self.timeout, fut).await {
-            Ok(result) => Ok(result?),
-            Err(_) => Err(LimiterError::Timeout(self.timeout)),
-        }
+        within(self.timeout, fut).await
     }
 
     /// `PING`, for readiness.
@@ -89,5 +88,16 @@ impl Limiter {
         self.timed(redis::cmd("PING").query_async::<String>(&mut conn))
             .await
             .map(|_| ())
+    }
+}
+
+/// `fut` if it finishes within `limit`, else [`LimiterError::Timeout`].
+async fn within<T>(
+    limit: Duration,
+    fut: impl Future<Output = redis::RedisResult<T>>,
+) -> Result<T, LimiterError> {
+    match tokio::time::timeout(limit, fut).await {
+        Ok(result) => Ok(result?),
+        Err(_) => Err(LimiterError::Timeout(limit)),
     }
 }

@@ -2,7 +2,7 @@
 
 use crate::domain::{Algorithm, AppSlug, PolicyName};
 
-use super::{LeaseId, Limiter, LimiterError, scripts};
+use super::{LeaseId, Limiter, LimiterError, StateKey, scripts};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ReleaseOutcome {
@@ -27,7 +27,7 @@ impl Limiter {
     ) -> Result<ReleaseOutcome, LimiterError> {
         let mut conn = self.conn.clone();
         let mut invocation = scripts::CONCURRENCY_RELEASE.key(self.keys.policy(name));
-        invocation.key(self.keys.state_keys(name).leases);
+        invocation.key(self.keys.state(name, StateKey::Leases));
         invocation.arg(app.as_str()).arg(lease.to_string());
         let reply: Vec<i64> = self.timed(invocation.invoke_async(&mut conn)).await?;
         match reply.as_slice() {

@@ -30,12 +30,10 @@ impl Limiter {
         name: &PolicyName,
     ) -> Result<Option<BucketState>, LimiterError> {
         let mut conn = self.conn.clone();
-        let state = self.keys.state_keys(name);
         let mut invocation = scripts::POLICY_STATE.key(self.keys.policy(name));
-        invocation
-            .key(state.fixed_window)
-            .key(state.sliding_log)
-            .key(state.leases);
+        for key in self.keys.all_state(name) {
+            invocation.key(key);
+        }
         let reply: Vec<redis::Value> = self.timed(invocation.invoke_async(&mut conn)).await?;
         if reply.is_empty() {
             return Ok(None);

@@ -8,7 +8,7 @@ use futures_util::{StreamExt, stream};
 
 use crate::domain::{Algorithm, PolicyName, PolicySpec};
 
-use super::{Limiter, LimiterError, scripts};
+use super::{Limiter, LimiterError, StateKey, scripts, within};
 
 /// How many sync scripts one instance keeps in flight; the multiplexed connection
 /// pipelines them, so a reconcile pass over many policies is not one round trip each.
@@ -72,7 +72,7 @@ impl Limiter {
         let mut conn = self.conn.clone();
         let mut invocation = scripts::SYNC_POLICY.key(self.keys.policy(&config.name));
         // The state keys, so that a change of algorithm or window discards old state.
-        for key in self.keys.state_keys(&config.name).all() {
+        for key in self.keys.all_state(&config.name) {
             invocation.key(key);
         }
         let optional = |v: Option<i64>| v.map_or_else(String::new, |v| v.to_string());
@@ -92,9 +92,7 @@ impl Limiter {
             .arg(optional(config.window_ms))
             .arg(optional(config.lease_ttl_ms));
         let fut = invocation.invoke_async::<i64>(&mut conn);
-        let written = tokio::time::timeout(self.sync_timeout(), fut)
-            .await
-            .map_err(|_| LimiterError::Timeout(self.sync_timeout()))??;
+        let written = within(self.sync_timeout(), fut).await?;
         Ok(written == 1)
     }
 
@@ -129,10 +127,7 @@ impl Limiter {
         let mut cmd = redis::cmd("GET");
         cmd.arg(self.keys.sync_marker());
         let fut = cmd.query_async::<Option<String>>(&mut conn);
-        tokio::time::timeout(self.sync_timeout(), fut)
-            .await
-            .map_err(|_| LimiterError::Timeout(self.sync_timeout()))?
-            .map_err(Into::into)
+        within(self.sync_timeout(), fut).await
     }
 
     pub async fn set_sync_marker(&self, fingerprint: &str) -> Result<(), LimiterError> {
@@ -140,9 +135,7 @@ impl Limiter {
         let mut cmd = redis::cmd("SET");
         cmd.arg(self.keys.sync_marker()).arg(fingerprint);
         let fut = cmd.query_async::<()>(&mut conn);
-        tokio::time::timeout(self.sync_timeout(), fut)
-            .await
-            .map_err(|_| LimiterError::Timeout(self.sync_timeout()))??;
+        within(self.sync_timeout(), fut).await?;
         Ok(())
     }
 
@@ -150,13 +143,11 @@ impl Limiter {
         let mut conn = self.conn.clone();
         let mut cmd = redis::cmd("DEL");
         cmd.arg(self.keys.policy(name));
-        for key in self.keys.state_keys(name).all() {
+        for key in self.keys.all_state(name) {
             cmd.arg(key);
         }
         let fut = cmd.query_async::<i64>(&mut conn);
-        tokio::time::timeout(self.sync_timeout(), fut)
-            .await
-            .map_err(|_| LimiterError::Timeout(self.sync_timeout()))??;
+        within(self.sync_timeout(), fut).await?;
         Ok(())
     }
 
@@ -185,9 +176,7 @@ impl Limiter {
                 .arg("COUNT")
                 .arg(1000);
             let fut = cmd.query_async::<(u64, Vec<String>)>(&mut conn);
-            let (next, keys) = tokio::time::timeout(self.sync_timeout(), fut)
-                .await
-                .map_err(|_| LimiterError::Timeout(self.sync_timeout()))??;
+            let (next, keys) = within(self.sync_timeout(), fut).await?;
             for key in keys {
                 let orphan = self
                     .keys
@@ -195,11 +184,12 @@ impl Limiter {
                     .is_some_and(|name| !known.contains(name));
                 if orphan {
                     let mut invocation = scripts::DELETE_IF_STALE.key(&key);
-                    for state in [":fw", ":log", ":leases"] {
-                        invocation.key(format!("{key}{state}"));
+                    for state in StateKey::ALL {
+                        invocation.key(format!("{key}{}", state.suffix()));
                     }
                     invocation.arg(read_at_ms);
-                    deleted += invocation.invoke_async::<i64>(&mut conn).await? as usize;
+                    let fut = invocation.invoke_async::<i64>(&mut conn);
+                    deleted += within(self.sync_timeout(), fut).await? as usize;
                 }
             }
             if next == 0 {

@@ -1,6 +1,6 @@
 use actix_web::{HttpResponse, web};
 
-use super::AdminActor;
+use crate::api::auth::AdminActor;
 use crate::control::{AppDetail, AppInput, AppView, CreatedKey, KeyInput, MemberInput, MemberView};
 
 use crate::api::json::ValidJson;

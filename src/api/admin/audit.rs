@@ -1,7 +1,7 @@
 use actix_web::{HttpRequest, HttpResponse, web};
 use serde::Deserialize;
 
-use super::AdminActor;
+use crate::api::auth::AdminActor;
 use crate::api::problem::Problem;
 use crate::control::AuditView;
 use crate::domain::FieldError;

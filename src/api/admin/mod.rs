@@ -2,12 +2,9 @@
 //! handler parses, calls [`crate::control::Control`] (which authorises and audits), and
 //! renders.
 
-mod actor;
 pub(super) mod apps;
 pub(super) mod audit;
 pub(super) mod policies;
-
-pub use actor::AdminActor;
 
 use actix_web::web;
 use tracing_actix_web::TracingLogger;

@@ -1,7 +1,7 @@
 use actix_web::{HttpResponse, web};
 use serde::Deserialize;
 
-use super::AdminActor;
+use crate::api::auth::AdminActor;
 use crate::control::{PolicyInput, PolicyView};
 use crate::limiter::BucketState;
 

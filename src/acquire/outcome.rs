@@ -1,0 +1,43 @@
+//! What an acquire comes to, in the terms the API renders: a decision with its numbers,
+//! a degraded grant, or a refusal before any decision.
+
+use crate::limiter::{Decision, LeaseId};
+
+/// A decision with everything a client is told about it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Decided {
+    pub decision: Decision,
+    pub remaining: i64,
+    pub limit: i64,
+    pub retry_after_ms: i64,
+    pub reset_after_ms: i64,
+    pub version: i64,
+    /// The lease a granted concurrency permit is held under, to be released.
+    pub lease: Option<LeaseId>,
+}
+
+/// How an acquire that was answered ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// Decided by Redis, or by this instance from a denial that still holds.
+    Decided(Decided),
+    /// Redis could not be reached and the policy fails open: granted, uncounted.
+    Degraded {
+        /// The policy's capacity, when this instance knows the policy.
+        limit: Option<i64>,
+    },
+}
+
+/// Why an acquire gets no decision at all.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refusal {
+    NoSuchPolicy,
+    /// The calling application is not in the policy's allowed apps.
+    AppNotAllowed,
+    /// More permits than the policy's capacity: never satisfiable.
+    PermitsAboveMax {
+        limit: i64,
+    },
+    /// Redis could not be reached and the policy fails closed.
+    Unavailable,
+}
