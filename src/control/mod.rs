@@ -11,6 +11,7 @@ mod keys;
 mod live;
 mod members;
 mod policies;
+mod policy_spec;
 mod users;
 mod views;
 

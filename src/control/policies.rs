@@ -1,180 +1,13 @@
 use serde_json::json;
 
 use crate::auth::{Actor, Permission};
-use crate::domain::{
-    Algorithm, AppSlug, FailureMode, FieldError, FieldErrors, MaxPermits, Millis, Param,
-    PolicyName, PolicySpec, Rate, check_description,
-};
+use crate::domain::{FieldError, PolicyName, PolicySpec};
 use crate::limiter::BucketState;
 use crate::store::{AuditEntry, PolicyRecord, StoreError};
 
-use super::inputs::{PolicyInput, required};
+use super::inputs::PolicyInput;
+use super::policy_spec::{new_policy, patched_policy};
 use super::{Control, ControlError, ControlResult, PolicyView, authorised_app};
-
-/// Builds a complete, valid spec from the input, taking what it leaves out from `base`
-/// (the current policy, on a change) or from the defaults (on a create).
-fn build_spec(input: &PolicyInput, base: Option<&PolicySpec>) -> Result<PolicySpec, FieldErrors> {
-    let mut errors = FieldErrors::default();
-    let creating = base.is_none();
-    let name = match (base, &input.name) {
-        (Some(b), Some(n)) if n != b.name.as_str() => {
-            errors.push("name", "cannot be changed; create a new policy instead");
-            None
-        }
-        (Some(b), _) => Some(b.name.clone()),
-        (None, n) => {
-            required(&mut errors, "name", n).and_then(|n| errors.check(PolicyName::parse(&n)))
-        }
-    };
-    let owner_app = match (base, &input.owner_app) {
-        (Some(b), Some(o)) if o != b.owner_app.as_str() => {
-            errors.push("owner_app", "cannot be changed");
-            None
-        }
-        (Some(b), _) => Some(b.owner_app.clone()),
-        (None, o) => required(&mut errors, "owner_app", o)
-            .and_then(|o| errors.check(AppSlug::parse_field("owner_app", &o))),
-    };
-    let algorithm = match &input.algorithm {
-        Some(a) => errors.check(Algorithm::parse_field("algorithm", a)),
-        None => Some(base.map_or(Algorithm::TokenBucket, |b| b.algorithm)),
-    };
-    let max_permits = match (input.max_permits, base) {
-        (Some(m), _) => errors.check(MaxPermits::parse_field("max_permits", m)),
-        (None, Some(b)) => Some(b.max_permits),
-        (None, None) => {
-            errors.push("max_permits", "is required");
-            None
-        }
-    };
-    // Each algorithm takes exactly its own parameters: one it does not use is an error
-    // (a typo or a misunderstanding), one it needs must be given or kept from `base`.
-    let (rate, window_ms, lease_ttl_ms) = match algorithm {
-        Some(algorithm) => (
-            algorithm_param(
-                &mut errors,
-                algorithm,
-                Param::Rate,
-                input.rate,
-                base.and_then(|b| b.rate),
-                Rate::parse_field,
-            ),
-            algorithm_param(
-                &mut errors,
-                algorithm,
-                Param::WindowMs,
-                input.window_ms,
-                base.and_then(|b| b.window_ms),
-                Millis::parse_field,
-            ),
-            algorithm_param(
-                &mut errors,
-                algorithm,
-                Param::LeaseTtlMs,
-                input.lease_ttl_ms,
-                base.and_then(|b| b.lease_ttl_ms),
-                Millis::parse_field,
-            ),
-        ),
-        None => (None, None, None),
-    };
-    let failure_mode = match &input.failure_mode {
-        Some(f) => errors.check(FailureMode::parse_field("failure_mode", f)),
-        None => Some(base.map_or(FailureMode::Closed, |b| b.failure_mode)),
-    };
-    let description = match &input.description {
-        Some(d) => errors.check(check_description("description", d)),
-        None => Some(base.map(|b| b.description.clone()).unwrap_or_default()),
-    };
-    let allowed_apps = match &input.allowed_apps {
-        Some(list) => {
-            let mut slugs = Vec::with_capacity(list.len());
-            for (i, s) in list.iter().enumerate() {
-                match AppSlug::parse_field(&format!("allowed_apps[{i}]"), s) {
-                    Ok(slug) if !slugs.contains(&slug) => slugs.push(slug),
-                    Ok(_) => {}
-                    Err(e) => errors.0.push(e),
-                }
-            }
-            if list.is_empty() {
-                errors.push("allowed_apps", "must name at least one application");
-            }
-            Some(slugs)
-        }
-        None => base
-            .map(|b| b.allowed_apps.clone())
-            .or_else(|| owner_app.clone().map(|o| vec![o])),
-    };
-    if creating && input.version.is_some() {
-        errors.push("version", "is only accepted on a change");
-    }
-    match (
-        name,
-        owner_app,
-        algorithm,
-        max_permits,
-        allowed_apps,
-        failure_mode,
-        description,
-    ) {
-        (
-            Some(name),
-            Some(owner_app),
-            Some(algorithm),
-            Some(max_permits),
-            Some(allowed_apps),
-            Some(failure_mode),
-            Some(description),
-        ) if errors.is_empty() => Ok(PolicySpec {
-            name,
-            owner_app,
-            algorithm,
-            rate,
-            max_permits,
-            window_ms,
-            lease_ttl_ms,
-            allowed_apps,
-            failure_mode,
-            enabled: input.enabled.unwrap_or(base.is_none_or(|b| b.enabled)),
-            description,
-        }),
-        _ => Err(errors),
-    }
-}
-
-/// One algorithm-specific parameter: the input's value when the algorithm uses it (else
-/// the current one, when the policy already had it), an error when the algorithm does not
-/// use it but the input sets it, and nothing otherwise.
-fn algorithm_param<V: Copy, T>(
-    errors: &mut FieldErrors,
-    algorithm: Algorithm,
-    param: Param,
-    given: Option<V>,
-    current: Option<T>,
-    parse: impl Fn(&str, V) -> Result<T, FieldError>,
-) -> Option<T> {
-    let field = param.field();
-    match (algorithm.uses(param), given, current) {
-        (true, Some(v), _) => errors.check(parse(field, v)),
-        (true, None, Some(current)) => Some(current),
-        (true, None, None) => {
-            errors.push(field, format!("is required for {}", algorithm.as_str()));
-            None
-        }
-        (false, Some(_), _) => {
-            errors.push(
-                field,
-                format!(
-                    "is not used by {}, which allows {}",
-                    algorithm.as_str(),
-                    algorithm.summary()
-                ),
-            );
-            None
-        }
-        (false, None, _) => None,
-    }
-}
 
 impl Control {
     pub async fn create_policy(
@@ -182,7 +15,7 @@ impl Control {
         actor: &Actor,
         input: PolicyInput,
     ) -> ControlResult<PolicyView> {
-        let spec = build_spec(&input, None)?;
+        let spec = new_policy(&input)?;
         let mut tx = self.store.begin().await?;
         // The owner is a field of the body: an unknown one is invalid input, not a 404.
         if tx.app_by_slug(spec.owner_app.as_str()).await?.is_none() {
@@ -234,7 +67,7 @@ impl Control {
                 current: current.version,
             });
         }
-        let spec = build_spec(&input, Some(&current.spec))?;
+        let spec = patched_policy(&input, &current.spec)?;
         if spec == current.spec {
             tx.commit().await?;
             return Ok(PolicyView::from(&current));
