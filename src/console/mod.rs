@@ -11,7 +11,6 @@ mod format;
 mod forms;
 mod login;
 mod login_guard;
-mod members;
 mod page;
 mod policies;
 mod session;
@@ -51,19 +50,19 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
             .route("/login", web::get().to(login::show))
             .route("/login", web::post().to(login::submit))
             .route("/logout", web::post().to(login::logout))
-            .route("/apps", web::get().to(apps::list))
-            .route("/apps", web::post().to(apps::create))
-            .route("/apps/{slug}", web::get().to(apps::show))
-            .route("/apps/{slug}/live", web::get().to(apps::live))
-            .route("/apps/{slug}/members", web::post().to(members::save))
+            .route("/apps", web::get().to(apps::list::list))
+            .route("/apps", web::post().to(apps::list::create))
+            .route("/apps/{slug}", web::get().to(apps::page::show))
+            .route("/apps/{slug}/live", web::get().to(apps::page::live))
+            .route("/apps/{slug}/members", web::post().to(apps::members::save))
             .route(
                 "/apps/{slug}/members/{username}/remove",
-                web::post().to(members::remove),
+                web::post().to(apps::members::remove),
             )
-            .route("/apps/{slug}/keys", web::post().to(members::create_key))
+            .route("/apps/{slug}/keys", web::post().to(apps::keys::create))
             .route(
                 "/apps/{slug}/keys/{id}/revoke",
-                web::post().to(members::revoke_key),
+                web::post().to(apps::keys::revoke),
             )
             .route("/apps/{slug}/policies/new", web::get().to(policies::new))
             .route("/apps/{slug}/policies", web::post().to(policies::create))

@@ -6,8 +6,7 @@ use crate::store::AuditEntry;
 
 use super::inputs::{AppInput, required, text};
 use super::{
-    ApiKeyView, AppDetail, AppView, Control, ControlError, ControlResult, MemberView,
-    authorised_app,
+    ApiKeyView, AppDetail, AppView, Control, ControlError, ControlResult, MemberView, app_access,
 };
 
 impl Control {
@@ -68,22 +67,19 @@ impl Control {
 
     pub async fn get_app(&self, actor: &Actor, slug: &str) -> ControlResult<AppDetail> {
         let mut tx = self.store.begin_read().await?;
-        let app = authorised_app(&mut tx, actor, slug, Permission::View).await?;
+        let (app, role) = app_access(&mut tx, actor, slug, Permission::View).await?;
         let members = tx.list_members(&app.id).await?;
         let keys = tx.list_api_keys(&app.id).await?;
-        let your_role = if actor.is_admin {
-            "admin".to_owned()
-        } else {
-            members
-                .iter()
-                .find(|m| m.username == actor.name)
-                .map(|m| m.role.clone())
-                .unwrap_or_default()
-        };
         tx.commit().await?;
+        let your_role = match (actor.is_admin, role) {
+            (true, _) => "admin",
+            (false, Some(role)) => role.as_str(),
+            (false, None) => "",
+        };
         Ok(AppDetail {
             app: AppView::from(&app),
-            your_role,
+            your_role: your_role.to_owned(),
+            may_edit: actor.may(role, Permission::Edit),
             members: members.iter().map(MemberView::from).collect(),
             keys: keys.iter().map(ApiKeyView::from).collect(),
         })

@@ -21,7 +21,7 @@ pub use live::{ACTIVITY_MINUTES, LivePolicy};
 pub use views::{ApiKeyView, AppDetail, AppView, AuditView, CreatedKey, MemberView, PolicyView};
 
 use crate::auth::{Actor, Permission};
-use crate::domain::{AppSlug, FieldError, FieldErrors};
+use crate::domain::{AppSlug, FieldError, FieldErrors, MemberRole};
 use crate::limiter::Limiter;
 use crate::store::{AppRecord, Store, StoreError, Tx};
 use crate::sync::Syncer;
@@ -95,6 +95,18 @@ async fn authorised_app(
     slug: &str,
     wanted: Permission,
 ) -> ControlResult<AppRecord> {
+    app_access(tx, actor, slug, wanted)
+        .await
+        .map(|(app, _)| app)
+}
+
+/// [`authorised_app`], with the actor's role in the application (if a member).
+async fn app_access(
+    tx: &mut Tx,
+    actor: &Actor,
+    slug: &str,
+    wanted: Permission,
+) -> ControlResult<(AppRecord, Option<MemberRole>)> {
     // A string that cannot be a slug names no application (and never reaches SQL).
     let slug = AppSlug::parse(slug).map_err(|_| ControlError::NotFound("application"))?;
     let app = tx
@@ -106,7 +118,7 @@ async fn authorised_app(
         None => None,
     };
     if actor.may(role, wanted) {
-        Ok(app)
+        Ok((app, role))
     } else {
         Err(ControlError::Forbidden)
     }

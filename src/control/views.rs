@@ -77,6 +77,10 @@ pub struct AppDetail {
     pub app: AppView,
     /// The caller's role here (`owner`, `viewer`), or `admin`.
     pub your_role: String,
+    /// Whether the caller may change its policies, members and keys (the permission
+    /// rules' answer, for pages that show controls only to those who may use them).
+    #[serde(skip)]
+    pub may_edit: bool,
     pub members: Vec<MemberView>,
     pub keys: Vec<ApiKeyView>,
 }

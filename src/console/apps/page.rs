@@ -1,95 +1,21 @@
-//! Applications: the list, creating one (admins), and an application's page with its
-//! policies (live), members and API keys. The live state is also served as JSON for the
-//! page's script.
+//! An application's page: its policies with their live state, its members and its API
+//! keys, with the owners' forms. The live state is also served as JSON for the page's
+//! script. The forms' handlers (`members`, `keys`) re-render this page with their errors.
 
 use actix_web::http::StatusCode;
 use actix_web::http::header::{self, CacheControl, CacheDirective};
 use actix_web::{HttpResponse, web};
 use askama::Template;
-use serde::Deserialize;
 
-use super::error::ConsoleError;
-use super::format::{ago, number, readable_limit, short_time};
-use super::forms::FormErrors;
-use super::page::{Chrome, Notice};
-use super::session::SignedIn;
-use super::{render, render_status};
-use crate::control::{
-    AppDetail, AppInput, AppView, ControlError, CreatedKey, LivePolicy, PolicyView,
-};
+use crate::console::error::ConsoleError;
+use crate::console::format::{ago, number, readable_limit, short_time};
+use crate::console::forms::FormErrors;
+use crate::console::page::{Chrome, Notice};
+use crate::console::session::SignedIn;
+use crate::console::{render, render_status};
+use crate::control::{AppDetail, CreatedKey, LivePolicy, PolicyView};
 use crate::state::AppState;
 use crate::store::now_ms;
-
-#[derive(Template)]
-#[template(path = "apps/list.html")]
-struct AppsPage {
-    chrome: Chrome,
-    apps: Vec<AppView>,
-    can_create: bool,
-    form: AppForm,
-    errors: FormErrors,
-}
-
-#[derive(Debug, Default, Deserialize)]
-pub struct AppForm {
-    #[serde(default)]
-    pub slug: String,
-    #[serde(default)]
-    pub name: String,
-    #[serde(default)]
-    pub description: String,
-    #[serde(default)]
-    pub csrf: String,
-}
-
-pub async fn list(
-    state: web::Data<AppState>,
-    signed_in: SignedIn,
-    notice: web::Query<Notice>,
-) -> Result<HttpResponse, ConsoleError> {
-    let apps = state.control.list_apps(&signed_in.actor).await?;
-    render(&AppsPage {
-        chrome: signed_in.chrome("apps").with_notice(&notice),
-        can_create: signed_in.actor.is_admin,
-        apps,
-        form: AppForm::default(),
-        errors: FormErrors::default(),
-    })
-}
-
-pub async fn create(
-    state: web::Data<AppState>,
-    signed_in: SignedIn,
-    form: web::Form<AppForm>,
-) -> Result<HttpResponse, ConsoleError> {
-    signed_in.check_csrf(&form.csrf)?;
-    let form = form.into_inner();
-    let input = AppInput {
-        slug: Some(form.slug.trim().to_owned()),
-        name: Some(form.name.clone()),
-        description: Some(form.description.clone()),
-    };
-    let errors = match state.control.create_app(&signed_in.actor, input).await {
-        Ok(app) => {
-            return Ok(super::see_other(&format!(
-                "/apps/{}?done=app-created",
-                app.slug
-            )));
-        }
-        Err(ControlError::Invalid(errors)) => FormErrors::from_fields(&errors),
-        Err(ControlError::Conflict(message)) => FormErrors::general(message),
-        Err(e) => return Err(e.into()),
-    };
-    let apps = state.control.list_apps(&signed_in.actor).await?;
-    let page = AppsPage {
-        chrome: signed_in.chrome("apps"),
-        can_create: true,
-        apps,
-        form,
-        errors,
-    };
-    render_status(&page, StatusCode::UNPROCESSABLE_ENTITY)
-}
 
 /// One row of the policies table.
 pub struct PolicyRow {
@@ -151,6 +77,13 @@ pub struct KeyRow {
     pub revoked: Option<String>,
 }
 
+/// What was typed into the add-member form, shown again with its errors.
+#[derive(Debug, Default)]
+pub struct MemberDraft {
+    pub username: String,
+    pub role: String,
+}
+
 #[derive(Template)]
 #[template(path = "apps/show.html")]
 pub struct AppPage {
@@ -160,7 +93,7 @@ pub struct AppPage {
     pub policies: Vec<PolicyRow>,
     pub keys: Vec<KeyRow>,
     pub new_key: Option<CreatedKey>,
-    pub member_form: super::members::MemberForm,
+    pub member_form: MemberDraft,
     pub member_errors: FormErrors,
     pub key_label: String,
     pub key_errors: FormErrors,
@@ -196,7 +129,7 @@ impl AppPage {
             .collect();
         Ok(Self {
             chrome: signed_in.chrome("apps"),
-            can_edit: matches!(app.your_role.as_str(), "owner" | "admin"),
+            can_edit: app.may_edit,
             policies: policies
                 .iter()
                 .map(|p| PolicyRow::new(p, live.iter().find(|l| l.name == p.name)))
@@ -204,12 +137,24 @@ impl AppPage {
             keys,
             app,
             new_key: None,
-            member_form: Default::default(),
+            member_form: MemberDraft::default(),
             member_errors: FormErrors::default(),
             key_label: String::new(),
             key_errors: FormErrors::default(),
         })
     }
+}
+
+/// The page again with a form's errors (422), keeping what was typed.
+pub async fn with_errors(
+    state: &AppState,
+    signed_in: &SignedIn,
+    slug: &str,
+    fill: impl FnOnce(&mut AppPage),
+) -> Result<HttpResponse, ConsoleError> {
+    let mut page = AppPage::load(state, signed_in, slug).await?;
+    fill(&mut page);
+    render_status(&page, StatusCode::UNPROCESSABLE_ENTITY)
 }
 
 pub async fn show(

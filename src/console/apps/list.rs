@@ -1,0 +1,82 @@
+//! Applications: the list, and creating one (admins).
+
+use actix_web::http::StatusCode;
+use actix_web::{HttpResponse, web};
+use askama::Template;
+use serde::Deserialize;
+
+use crate::console::error::ConsoleError;
+use crate::console::forms::FormErrors;
+use crate::console::page::{Chrome, Notice};
+use crate::console::session::SignedIn;
+use crate::console::{render, render_status, see_other};
+use crate::control::{AppInput, AppView, ControlError};
+use crate::state::AppState;
+
+#[derive(Template)]
+#[template(path = "apps/list.html")]
+struct AppsPage {
+    chrome: Chrome,
+    apps: Vec<AppView>,
+    can_create: bool,
+    form: AppForm,
+    errors: FormErrors,
+}
+
+#[derive(Debug, Default, Deserialize)]
+pub struct AppForm {
+    #[serde(default)]
+    pub slug: String,
+    #[serde(default)]
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    #[serde(default)]
+    pub csrf: String,
+}
+
+pub async fn list(
+    state: web::Data<AppState>,
+    signed_in: SignedIn,
+    notice: web::Query<Notice>,
+) -> Result<HttpResponse, ConsoleError> {
+    let apps = state.control.list_apps(&signed_in.actor).await?;
+    render(&AppsPage {
+        chrome: signed_in.chrome("apps").with_notice(&notice),
+        can_create: signed_in.actor.is_admin,
+        apps,
+        form: AppForm::default(),
+        errors: FormErrors::default(),
+    })
+}
+
+pub async fn create(
+    state: web::Data<AppState>,
+    signed_in: SignedIn,
+    form: web::Form<AppForm>,
+) -> Result<HttpResponse, ConsoleError> {
+    signed_in.check_csrf(&form.csrf)?;
+    let form = form.into_inner();
+    let input = AppInput {
+        slug: Some(form.slug.trim().to_owned()),
+        name: Some(form.name.clone()),
+        description: Some(form.description.clone()),
+    };
+    let errors = match state.control.create_app(&signed_in.actor, input).await {
+        Ok(app) => {
+            return Ok(see_other(&format!("/apps/{}?done=app-created", app.slug)));
+        }
+        Err(ControlError::Invalid(errors)) => FormErrors::from_fields(&errors),
+        Err(ControlError::Conflict(message)) => FormErrors::general(message),
+        Err(e) => return Err(e.into()),
+    };
+    let apps = state.control.list_apps(&signed_in.actor).await?;
+    let page = AppsPage {
+        chrome: signed_in.chrome("apps"),
+        can_create: true,
+        apps,
+        form,
+        errors,
+    };
+    render_status(&page, StatusCode::UNPROCESSABLE_ENTITY)
+}
