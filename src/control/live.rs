@@ -32,36 +32,46 @@ impl Control {
     }
 
     /// The live state of policies the caller has already been allowed to see (a page that
-    /// lists them does not read them from SQL twice). A policy Redis cannot report on
-    /// right now has no state, rather than failing the page.
+    /// lists them does not read them from SQL twice): one round trip to Redis for all of
+    /// them. A policy Redis cannot report on right now has no state, rather than failing
+    /// the page.
     pub async fn live_state_of(&self, policies: &[PolicyView]) -> Vec<LivePolicy> {
-        let now_minute = unix_minute_now();
-        let mut live = Vec::with_capacity(policies.len());
-        for policy in policies {
-            // Views come from stored, validated policies: their names always parse.
-            let Ok(name) = PolicyName::parse(&policy.name) else {
-                continue;
-            };
-            let state = match self.limiter.bucket_state(&name).await {
-                Ok(state) => state,
-                Err(e) => {
-                    tracing::warn!(policy = %name, error = %e, "live state unavailable");
-                    None
+        // Views come from stored, validated policies: their names always parse.
+        let names: Vec<PolicyName> = policies
+            .iter()
+            .filter_map(|p| PolicyName::parse(&p.name).ok())
+            .collect();
+        let views = match self
+            .limiter
+            .live_views(&names, unix_minute_now(), ACTIVITY_MINUTES)
+            .await
+        {
+            Ok(views) => views,
+            Err(e) => {
+                tracing::warn!(error = %e, policies = names.len(), "live state unavailable");
+                Vec::new()
+            }
+        };
+        let mut views = views.into_iter();
+        names
+            .iter()
+            .map(|name| {
+                let view = match views.next() {
+                    Some(Ok(view)) => Some(view),
+                    Some(Err(e)) => {
+                        tracing::warn!(policy = %name, error = %e, "live state unavailable");
+                        None
+                    }
+                    None => None,
+                };
+                let state = view.as_ref().and_then(|v| v.state.clone());
+                LivePolicy {
+                    name: name.to_string(),
+                    full_in_ms: state.as_ref().map(|s| s.full_in_ms),
+                    state,
+                    activity: view.map(|v| v.minutes).unwrap_or_default(),
                 }
-            };
-            let activity = self
-                .limiter
-                .recent_minute_counts(name.as_str(), now_minute, ACTIVITY_MINUTES)
-                .await
-                .unwrap_or_default();
-            let full_in_ms = state.as_ref().map(|s| s.full_in_ms);
-            live.push(LivePolicy {
-                name: policy.name.clone(),
-                state,
-                full_in_ms,
-                activity,
-            });
-        }
-        live
+            })
+            .collect()
     }
 }

@@ -38,32 +38,4 @@ impl Limiter {
         let mut conn = self.conn.clone();
         self.timed(pipe.query_async::<()>(&mut conn)).await
     }
-
-    /// The counts of the `minutes` minutes up to and including `now_minute`, oldest first.
-    pub async fn recent_minute_counts(
-        &self,
-        policy: &str,
-        now_minute: i64,
-        minutes: i64,
-    ) -> Result<Vec<MinuteCounts>, LimiterError> {
-        let first = now_minute - minutes + 1;
-        let mut pipe = redis::pipe();
-        for minute in first..=now_minute {
-            pipe.cmd("HMGET")
-                .arg(self.keys.minute_counts(policy, minute))
-                .arg("granted")
-                .arg("denied");
-        }
-        let mut conn = self.conn.clone();
-        let replies: Vec<(Option<u64>, Option<u64>)> =
-            self.timed(pipe.query_async(&mut conn)).await?;
-        Ok((first..=now_minute)
-            .zip(replies)
-            .map(|(minute, (granted, denied))| MinuteCounts {
-                minute,
-                granted: granted.unwrap_or(0),
-                denied: denied.unwrap_or(0),
-            })
-            .collect())
-    }
 }

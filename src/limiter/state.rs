@@ -30,27 +30,40 @@ impl Limiter {
         name: &PolicyName,
     ) -> Result<Option<BucketState>, LimiterError> {
         let mut conn = self.conn.clone();
+        let reply: Vec<redis::Value> = self
+            .timed(self.state_invocation(name).invoke_async(&mut conn))
+            .await?;
+        parse_state(&reply)
+    }
+
+    /// The state script's call for one policy (read-only: it takes every state key, so it
+    /// reports any algorithm's state).
+    pub(super) fn state_invocation(&self, name: &PolicyName) -> redis::ScriptInvocation<'static> {
         let mut invocation = scripts::POLICY_STATE.key(self.keys.policy(name));
         for key in self.keys.all_state(name) {
             invocation.key(key);
         }
-        let reply: Vec<redis::Value> = self.timed(invocation.invoke_async(&mut conn)).await?;
-        if reply.is_empty() {
-            return Ok(None);
-        }
-        let bad = || LimiterError::Reply(format!("{reply:?}"));
-        let text = |v: &redis::Value| redis::from_redis_value_ref::<String>(v).ok();
-        let int = |v: &redis::Value| redis::from_redis_value_ref::<i64>(v).ok();
-        let [current, max, rate, version, updated, full_in, _algorithm] = reply.as_slice() else {
-            return Err(bad());
-        };
-        Ok(Some(BucketState {
-            current_permits: text(current).and_then(|s| s.parse().ok()).ok_or_else(bad)?,
-            max_permits: int(max).ok_or_else(bad)?,
-            rate: text(rate).and_then(|s| s.parse().ok()).ok_or_else(bad)?,
-            version: int(version).ok_or_else(bad)?,
-            updated_ms: int(updated).ok_or_else(bad)?,
-            full_in_ms: int(full_in).ok_or_else(bad)?,
-        }))
+        invocation
     }
+}
+
+/// The state script's reply: empty when the policy is not in Redis.
+pub(super) fn parse_state(reply: &[redis::Value]) -> Result<Option<BucketState>, LimiterError> {
+    if reply.is_empty() {
+        return Ok(None);
+    }
+    let bad = || LimiterError::Reply(format!("{reply:?}"));
+    let text = |v: &redis::Value| redis::from_redis_value_ref::<String>(v).ok();
+    let int = |v: &redis::Value| redis::from_redis_value_ref::<i64>(v).ok();
+    let [current, max, rate, version, updated, full_in, _algorithm] = reply else {
+        return Err(bad());
+    };
+    Ok(Some(BucketState {
+        current_permits: text(current).and_then(|s| s.parse().ok()).ok_or_else(bad)?,
+        max_permits: int(max).ok_or_else(bad)?,
+        rate: text(rate).and_then(|s| s.parse().ok()).ok_or_else(bad)?,
+        version: int(version).ok_or_else(bad)?,
+        updated_ms: int(updated).ok_or_else(bad)?,
+        full_in_ms: int(full_in).ok_or_else(bad)?,
+    }))
 }

@@ -166,10 +166,25 @@ async fn works_on_a_redis_cluster() {
         StatusCode::NOT_FOUND,
     )
     .await;
-    let report = app.core().await.sync.reconcile_once().await.unwrap();
+    let core = app.core().await;
+    let report = core.sync.reconcile_once().await.unwrap();
     assert_eq!(
         (report.policies, report.rewritten, report.failed),
         (10, 0, 0)
+    );
+    // The console's live view reaches every master (a pipeline per policy's slot).
+    let actor = ratekeeper::auth::Actor::operator();
+    let policies = core
+        .control
+        .list_policies(&actor, Some("shop"))
+        .await
+        .unwrap();
+    let live = core.control.live_state_of(&policies).await;
+    assert_eq!(live.len(), 10);
+    assert!(
+        live.iter()
+            .all(|l| l.state.is_some() && l.activity.len() == 10),
+        "{live:?}"
     );
 }
 
