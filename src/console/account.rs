@@ -3,7 +3,7 @@
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, web};
 use askama::Template;
-use secrecy::SecretString;
+use secrecy::{ExposeSecret, SecretString};
 use serde::Deserialize;
 
 use super::error::ConsoleError;
@@ -28,13 +28,13 @@ struct AccountPage {
 #[derive(Deserialize)]
 pub struct PasswordForm {
     #[serde(default)]
-    current_password: String,
+    current_password: SecretString,
     #[serde(default)]
-    new_password: String,
+    new_password: SecretString,
     #[serde(default)]
-    confirm_password: String,
+    confirm_password: SecretString,
     #[serde(default)]
-    csrf: String,
+    csrf: SecretString,
 }
 
 async fn page(
@@ -68,7 +68,7 @@ pub async fn change_password(
 ) -> Result<HttpResponse, ConsoleError> {
     signed_in.check_csrf(&form.csrf)?;
     let form = form.into_inner();
-    let errors = if form.new_password != form.confirm_password {
+    let errors = if form.new_password.expose_secret() != form.confirm_password.expose_secret() {
         let mut errors = FieldErrors::default();
         errors.push("confirm_password", "does not match the new password");
         FormErrors::from_fields(&errors)
@@ -77,8 +77,8 @@ pub async fn change_password(
             .control
             .change_own_password(
                 &signed_in.actor,
-                SecretString::from(form.current_password),
-                SecretString::from(form.new_password),
+                form.current_password,
+                form.new_password,
                 Some(&signed_in.token),
             )
             .await;

@@ -6,7 +6,7 @@ use actix_web::http::StatusCode;
 use actix_web::http::header;
 use actix_web::{HttpRequest, HttpResponse, web};
 use askama::Template;
-use secrecy::SecretString;
+use secrecy::{ExposeSecret, SecretString};
 use serde::Deserialize;
 
 use super::error::ConsoleError;
@@ -24,10 +24,18 @@ const LOGIN_CSRF_COOKIE: &str = "rk_login_csrf";
 #[template(path = "login.html")]
 struct LoginPage {
     chrome: Chrome,
-    csrf: String,
+    /// The form's own CSRF token, also set as a cookie (there is no session yet).
+    csrf: SecretString,
     next: String,
     username: String,
     error: Option<String>,
+}
+
+impl LoginPage {
+    /// The one place the token is exposed: into the form it protects.
+    fn csrf_value(&self) -> &str {
+        self.csrf.expose_secret()
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -40,9 +48,9 @@ pub struct LoginForm {
     #[serde(default)]
     username: String,
     #[serde(default)]
-    password: String,
+    password: SecretString,
     #[serde(default)]
-    csrf: String,
+    csrf: SecretString,
     #[serde(default)]
     next: String,
 }
@@ -72,7 +80,11 @@ pub async fn show(
 ) -> Result<HttpResponse, ConsoleError> {
     let next = safe_next(query.next.as_deref());
     if let Some(token) = req.cookie(SESSION_COOKIE)
-        && state.control.session(token.value()).await?.is_some()
+        && state
+            .control
+            .session(&SecretString::from(token.value()))
+            .await?
+            .is_some()
     {
         return Ok(see_other(&next));
     }
@@ -89,7 +101,7 @@ fn render_form(
     let csrf = Secret::generate(SecretKind::Session).hash;
     let page = LoginPage {
         chrome: Chrome::anonymous(),
-        csrf: csrf.clone(),
+        csrf: SecretString::from(csrf.as_str()),
         next,
         username,
         error,
@@ -109,13 +121,13 @@ pub async fn submit(
     let form = form.into_inner();
     let next = safe_next(Some(&form.next));
     let cookie_csrf = req.cookie(LOGIN_CSRF_COOKIE).map(|c| c.value().to_owned());
-    if !cookie_csrf
-        .is_some_and(|c| !c.is_empty() && constant_time_eq(c.as_bytes(), form.csrf.as_bytes()))
-    {
+    if !cookie_csrf.is_some_and(|c| {
+        !c.is_empty() && constant_time_eq(c.as_bytes(), form.csrf.expose_secret().as_bytes())
+    }) {
         return Err(ConsoleError::Csrf);
     }
     let username = form.username.trim().to_owned();
-    if username.is_empty() || form.password.is_empty() {
+    if username.is_empty() || form.password.expose_secret().is_empty() {
         let error = "Enter your username and password.".to_owned();
         return render_form(
             &req,
@@ -144,8 +156,11 @@ pub async fn submit(
         return Ok(response);
     }
 
-    let password = SecretString::from(form.password);
-    let Some(user) = state.control.check_password(&username, password).await? else {
+    let Some(user) = state
+        .control
+        .check_password(&username, form.password)
+        .await?
+    else {
         let error = "Unknown username or wrong password (or the account is disabled).".to_owned();
         return render_form(&req, StatusCode::UNAUTHORIZED, next, username, Some(error));
     };
@@ -153,11 +168,13 @@ pub async fn submit(
 
     // A new session id at every sign-in; a session this browser had before ends.
     if let Some(old) = req.cookie(SESSION_COOKIE) {
-        state.control.end_session(old.value()).await?;
+        state
+            .control
+            .end_session(&SecretString::from(old.value()))
+            .await?;
     }
     let session = state.control.start_session(&user).await?;
     tracing::info!(user = %user.username, "console sign-in");
-    use secrecy::ExposeSecret;
     Ok(HttpResponse::SeeOther()
         .insert_header((header::LOCATION, next))
         .cookie(cookie(
@@ -173,7 +190,7 @@ pub async fn submit(
 #[derive(Deserialize)]
 pub struct CsrfForm {
     #[serde(default)]
-    pub csrf: String,
+    pub csrf: SecretString,
 }
 
 pub async fn logout(

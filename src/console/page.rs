@@ -1,6 +1,7 @@
 //! What every console page shares: who is signed in (for the navigation and the sign-out
 //! form), which section is current, and a one-line notice after a change.
 
+use secrecy::{ExposeSecret, SecretString};
 use serde::Deserialize;
 
 pub struct Chrome {
@@ -13,7 +14,7 @@ pub struct ChromeUser {
     pub name: String,
     pub is_admin: bool,
     /// The session's CSRF token, for every form on the page.
-    pub csrf: String,
+    pub csrf: SecretString,
 }
 
 impl Chrome {
@@ -26,9 +27,10 @@ impl Chrome {
         }
     }
 
-    /// The session's CSRF token, for the hidden field of a form.
+    /// The session's CSRF token, for the hidden field of a form: the one place it is
+    /// exposed, to the page of the session's own user.
     pub fn csrf(&self) -> &str {
-        self.user.as_ref().map_or("", |u| u.csrf.as_str())
+        self.user.as_ref().map_or("", |u| u.csrf.expose_secret())
     }
 
     pub fn with_notice(mut self, notice: &Notice) -> Self {

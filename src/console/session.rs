@@ -7,6 +7,7 @@ use std::pin::Pin;
 
 use actix_web::cookie::{Cookie, SameSite, time::Duration};
 use actix_web::{FromRequest, HttpRequest, dev::Payload, web};
+use secrecy::{ExposeSecret, SecretString};
 
 use super::error::ConsoleError;
 use super::page::{Chrome, ChromeUser};
@@ -19,9 +20,9 @@ pub const SESSION_COOKIE: &str = "rk_session";
 pub struct SignedIn {
     pub actor: Actor,
     /// The session's CSRF token: every form carries it, every POST must match it.
-    pub csrf: String,
+    pub csrf: SecretString,
     /// The session cookie's token (to keep this session when others are ended).
-    pub token: String,
+    pub token: SecretString,
 }
 
 impl SignedIn {
@@ -38,8 +39,9 @@ impl SignedIn {
     }
 
     /// Refuses a form whose CSRF token is not this session's.
-    pub fn check_csrf(&self, presented: &str) -> Result<(), ConsoleError> {
-        if constant_time_eq(presented.as_bytes(), self.csrf.as_bytes()) {
+    pub fn check_csrf(&self, presented: &SecretString) -> Result<(), ConsoleError> {
+        let (presented, expected) = (presented.expose_secret(), self.csrf.expose_secret());
+        if constant_time_eq(presented.as_bytes(), expected.as_bytes()) {
             Ok(())
         } else {
             Err(ConsoleError::Csrf)
@@ -58,7 +60,9 @@ impl FromRequest for SignedIn {
 
     fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
         let state = req.app_data::<web::Data<AppState>>().cloned();
-        let token = req.cookie(SESSION_COOKIE).map(|c| c.value().to_owned());
+        let token = req
+            .cookie(SESSION_COOKIE)
+            .map(|c| SecretString::from(c.value()));
         // Back to the page asked for after signing in, for GETs; a POST's page is gone.
         let next = if req.method() == actix_web::http::Method::GET {
             req.uri()

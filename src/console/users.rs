@@ -29,27 +29,34 @@ pub struct UserRow {
 struct UsersPage {
     chrome: Chrome,
     users: Vec<UserRow>,
-    form: NewUserForm,
+    form: NewUserDraft,
     errors: FormErrors,
     /// Which user's row an error (of a role change or reset) belongs to.
     row_error: Option<(String, String)>,
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Deserialize)]
 pub struct NewUserForm {
     #[serde(default)]
     pub username: String,
     #[serde(default)]
-    pub password: String,
+    pub password: SecretString,
     pub admin: Option<String>,
     #[serde(default)]
-    pub csrf: String,
+    pub csrf: SecretString,
+}
+
+/// What the new-user form shows again after an error: never the password typed.
+#[derive(Debug, Default)]
+pub struct NewUserDraft {
+    pub username: String,
+    pub admin: bool,
 }
 
 async fn page(
     state: &AppState,
     signed_in: &SignedIn,
-    form: NewUserForm,
+    form: NewUserDraft,
     errors: FormErrors,
     row_error: Option<(String, String)>,
 ) -> Result<UsersPage, ConsoleError> {
@@ -70,11 +77,7 @@ async fn page(
     Ok(UsersPage {
         chrome: signed_in.chrome("users"),
         users,
-        // A password typed into a form that failed is never sent back to the browser.
-        form: NewUserForm {
-            password: String::new(),
-            ..form
-        },
+        form,
         errors,
         row_error,
     })
@@ -88,7 +91,7 @@ pub async fn list(
     let mut page = page(
         &state,
         &signed_in,
-        NewUserForm::default(),
+        NewUserDraft::default(),
         FormErrors::default(),
         None,
     )
@@ -104,14 +107,17 @@ pub async fn create(
 ) -> Result<HttpResponse, ConsoleError> {
     signed_in.check_csrf(&form.csrf)?;
     let form = form.into_inner();
-    let password = SecretString::from(form.password.clone());
+    let draft = NewUserDraft {
+        username: form.username.trim().to_owned(),
+        admin: form.admin.is_some(),
+    };
     let result = state
         .control
         .create_user(
             &signed_in.actor,
-            form.username.trim(),
-            password,
-            form.admin.is_some(),
+            &draft.username,
+            form.password,
+            draft.admin,
         )
         .await;
     let errors = match result {
@@ -120,7 +126,7 @@ pub async fn create(
         Err(ControlError::Conflict(message)) => FormErrors::general(message),
         Err(e) => return Err(e.into()),
     };
-    let page = page(&state, &signed_in, form, errors, None).await?;
+    let page = page(&state, &signed_in, draft, errors, None).await?;
     render_status(&page, StatusCode::UNPROCESSABLE_ENTITY)
 }
 
@@ -131,7 +137,7 @@ pub struct FlagsForm {
     role: String,
     disabled: Option<String>,
     #[serde(default)]
-    csrf: String,
+    csrf: SecretString,
 }
 
 /// `POST /users/{username}`: global role and disabled flag.
@@ -166,7 +172,7 @@ pub async fn update(
             let page = page(
                 &state,
                 &signed_in,
-                NewUserForm::default(),
+                NewUserDraft::default(),
                 FormErrors::default(),
                 row_error,
             )
@@ -180,9 +186,9 @@ pub async fn update(
 #[derive(Debug, Deserialize)]
 pub struct ResetForm {
     #[serde(default)]
-    password: String,
+    password: SecretString,
     #[serde(default)]
-    csrf: String,
+    csrf: SecretString,
 }
 
 /// `POST /users/{username}/password`: an admin sets a new password.
@@ -194,10 +200,9 @@ pub async fn reset_password(
 ) -> Result<HttpResponse, ConsoleError> {
     signed_in.check_csrf(&form.csrf)?;
     let form = form.into_inner();
-    let password = SecretString::from(form.password);
     match state
         .control
-        .reset_password(&signed_in.actor, &username, password)
+        .reset_password(&signed_in.actor, &username, form.password)
         .await
     {
         Ok(()) => Ok(see_other("/users?done=password-reset")),
@@ -212,7 +217,7 @@ pub async fn reset_password(
             let page = page(
                 &state,
                 &signed_in,
-                NewUserForm::default(),
+                NewUserDraft::default(),
                 FormErrors::default(),
                 row_error,
             )
@@ -220,5 +225,29 @@ pub async fn reset_password(
             render_status(&page, StatusCode::UNPROCESSABLE_ENTITY)
         }
         Err(e) => Err(e.into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn forms_never_show_their_secrets_in_a_log() {
+        let new_user = NewUserForm {
+            username: "ann".into(),
+            password: "hunter2-password".into(),
+            admin: None,
+            csrf: "csrf-token-value".into(),
+        };
+        let reset = ResetForm {
+            password: "hunter2-password".into(),
+            csrf: "csrf-token-value".into(),
+        };
+        for logged in [format!("{new_user:?}"), format!("{reset:?}")] {
+            assert!(!logged.contains("hunter2"), "{logged}");
+            assert!(!logged.contains("csrf-token-value"), "{logged}");
+        }
+        assert!(format!("{new_user:?}").contains("ann"));
     }
 }

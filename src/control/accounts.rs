@@ -1,7 +1,7 @@
 //! Users' accounts: sign-in, console sessions, password changes, and the admins' user
 //! management (global role, disabling, password resets). Each change is audited.
 
-use secrecy::SecretString;
+use secrecy::{ExposeSecret, SecretString};
 use serde_json::json;
 
 use crate::auth::{Actor, Secret, SecretKind, hash_password, hash_secret, verify_password};
@@ -67,16 +67,17 @@ impl Control {
     }
 
     /// The live session of a presented cookie token.
-    pub async fn session(&self, token: &str) -> ControlResult<Option<SessionRecord>> {
+    pub async fn session(&self, token: &SecretString) -> ControlResult<Option<SessionRecord>> {
         let mut tx = self.store.begin_read().await?;
-        let session = tx.session(&hash_secret(token)).await?;
+        let session = tx.session(&hash_secret(token.expose_secret())).await?;
         tx.commit().await?;
         Ok(session)
     }
 
-    pub async fn end_session(&self, token: &str) -> ControlResult<()> {
+    pub async fn end_session(&self, token: &SecretString) -> ControlResult<()> {
         let mut tx = self.store.begin().await?;
-        tx.delete_session(&hash_secret(token)).await?;
+        tx.delete_session(&hash_secret(token.expose_secret()))
+            .await?;
         tx.commit().await?;
         Ok(())
     }
@@ -88,7 +89,7 @@ impl Control {
         actor: &Actor,
         current: SecretString,
         new: SecretString,
-        keep_session: Option<&str>,
+        keep_session: Option<&SecretString>,
     ) -> ControlResult<()> {
         let user_id = actor.user_id.as_deref().ok_or(ControlError::Forbidden)?;
         let mut tx = self.store.begin_read().await?;
@@ -103,8 +104,8 @@ impl Control {
         if !matches {
             return Err(FieldError::new("current_password", "is not your current password").into());
         }
-        self.store_password(actor, &user, new, keep_session.map(hash_secret))
-            .await
+        let keep = keep_session.map(|token| hash_secret(token.expose_secret()));
+        self.store_password(actor, &user, new, keep).await
     }
 
     /// An admin sets another user's password; all of that user's sessions end.

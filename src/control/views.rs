@@ -85,12 +85,21 @@ pub struct AppDetail {
     pub keys: Vec<ApiKeyView>,
 }
 
-/// A new key: the only time its text is shown.
-#[derive(Debug, Clone, Serialize, ToSchema)]
+/// A new key: the only time its text is shown (to its creator, never to a log).
+#[derive(Clone, Serialize, ToSchema)]
 pub struct CreatedKey {
     pub id: String,
     pub label: String,
     pub key: String,
+}
+
+impl std::fmt::Debug for CreatedKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CreatedKey")
+            .field("id", &self.id)
+            .field("label", &self.label)
+            .finish_non_exhaustive()
+    }
 }
 
 #[derive(Debug, Clone, Serialize, ToSchema)]
@@ -166,5 +175,21 @@ impl From<AuditRecord> for AuditView {
             before: parse(r.before_json),
             after: parse(r.after_json),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_new_key_never_shows_its_text_in_a_log() {
+        let created = CreatedKey {
+            id: "0123456789abcdef".into(),
+            label: "checkout".into(),
+            key: "rk_key_secret-text".into(),
+        };
+        let logged = format!("{created:?}");
+        assert!(!logged.contains("secret-text") && logged.contains("checkout"));
     }
 }

@@ -1,12 +1,14 @@
 //! Console sessions. Only the SHA-256 of a session token is stored, so a leaked table
 //! grants nothing; the session's CSRF token lives beside it.
 
+use secrecy::SecretString;
+
 use super::{StoreResult, Tx, UserRecord, now_ms};
 
 /// A live session with its (enabled) user.
 #[derive(Debug, Clone)]
 pub struct SessionRecord {
-    pub csrf_token: String,
+    pub csrf_token: SecretString,
     pub expires_ms: i64,
     pub user: UserRecord,
 }
@@ -63,7 +65,7 @@ impl Tx {
         .fetch_optional(&mut *self.inner)
         .await?;
         Ok(row.map(|r| SessionRecord {
-            csrf_token: r.csrf_token,
+            csrf_token: SecretString::from(r.csrf_token),
             expires_ms: r.expires_ms,
             user: UserRecord {
                 id: r.id,

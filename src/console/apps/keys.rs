@@ -3,6 +3,7 @@
 use actix_web::http::StatusCode;
 use actix_web::http::header::{CacheControl, CacheDirective};
 use actix_web::{HttpResponse, web};
+use secrecy::SecretString;
 use serde::Deserialize;
 
 use super::page::{self, AppPage};
@@ -19,7 +20,7 @@ pub struct KeyForm {
     #[serde(default)]
     pub label: String,
     #[serde(default)]
-    pub csrf: String,
+    pub csrf: SecretString,
 }
 
 /// `POST /apps/{slug}/keys`: the answer is the page with the new key, shown this once.

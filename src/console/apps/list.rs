@@ -3,6 +3,7 @@
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, web};
 use askama::Template;
+use secrecy::SecretString;
 use serde::Deserialize;
 
 use crate::console::error::ConsoleError;
@@ -32,7 +33,7 @@ pub struct AppForm {
     #[serde(default)]
     pub description: String,
     #[serde(default)]
-    pub csrf: String,
+    pub csrf: SecretString,
 }
 
 pub async fn list(

@@ -1,6 +1,7 @@
 //! An application's members: owners add them, change their role and remove them.
 
 use actix_web::{HttpResponse, web};
+use secrecy::SecretString;
 use serde::Deserialize;
 
 use super::page::{self, MemberDraft};
@@ -19,7 +20,7 @@ pub struct MemberForm {
     #[serde(default)]
     pub role: String,
     #[serde(default)]
-    pub csrf: String,
+    pub csrf: SecretString,
 }
 
 /// `POST /apps/{slug}/members`: adds a member or changes a member's role.

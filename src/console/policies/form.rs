@@ -1,6 +1,7 @@
 //! The policy form as a browser sends it: text as typed, parsed here so that a bad
 //! number is an error next to its field like any other, then handed to `control`.
 
+use secrecy::SecretString;
 use serde::Deserialize;
 
 use crate::console::format::{number, rate_in_unit, unit_seconds};
@@ -36,7 +37,7 @@ pub struct PolicyForm {
     #[serde(default)]
     pub version: String,
     #[serde(default)]
-    pub csrf: String,
+    pub csrf: SecretString,
 }
 
 impl PolicyForm {
@@ -71,7 +72,7 @@ impl PolicyForm {
             enabled: policy.enabled.then(|| "on".to_owned()),
             description: policy.description.clone(),
             version: policy.version.to_string(),
-            csrf: String::new(),
+            csrf: SecretString::default(),
         }
     }
 
