@@ -14,9 +14,9 @@ use redis::aio::MultiplexedConnection;
 use redis::{Script, Value};
 
 use crate::helpers::{random_suffix, redis_url};
-use crate::lua_scripts::*;
+use crate::lua::scripts::*;
 
-static POLICY_STATE_SRC: &str = include_str!("../../lua/policy_state.lua");
+static POLICY_STATE_SRC: &str = include_str!("../../../lua/policy_state.lua");
 static POLICY_STATE: LazyLock<Script> = LazyLock::new(|| Script::new(POLICY_STATE_SRC));
 const GRANTED: i64 = 1;
 const DENIED: i64 = -1;

@@ -12,7 +12,7 @@ use redis::aio::MultiplexedConnection;
 use redis::{FromRedisValue, RedisResult};
 
 use crate::helpers::{random_suffix, redis_url};
-use crate::lua_scripts::*;
+use crate::lua::scripts::*;
 
 /// {code, remaining, retry_after_ms, reset_after_ms, max_permits, version}; a release
 /// answers {code, remaining, released, reset_after_ms, max_permits, version}.
@@ -539,8 +539,8 @@ async fn sliding_log_keeps_one_member_per_granted_permit_and_nothing_for_denials
     for _ in 0..3 {
         pipe.cmd("EVAL")
             .arg(concat!(
-                include_str!("../../lua/lib/acquire_gate.lua"),
-                include_str!("../../lua/sliding_log.lua")
+                include_str!("../../../lua/lib/acquire_gate.lua"),
+                include_str!("../../../lua/sliding_log.lua")
             ))
             .arg(2)
             .arg(&p.key)
