@@ -7,11 +7,11 @@ use redis::aio::MultiplexedConnection;
 use crate::helpers::{PrivateRedis, random_suffix, redis_url};
 
 fn bucket() -> Script {
-    Script::new(include_str!("../../lua/token_bucket.lua"))
+    Script::new(include_str!("../../../lua/token_bucket.lua"))
 }
 
 fn sync_script() -> Script {
-    Script::new(include_str!("../../lua/sync_policy.lua"))
+    Script::new(include_str!("../../../lua/sync_policy.lua"))
 }
 
 struct Bucket {

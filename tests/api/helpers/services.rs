@@ -1,0 +1,141 @@
+//! The shared services a test uses: a new database of each SQL backend, the Redis URL
+//! and key prefixes, and a Redis server of the test's own.
+
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use rand::Rng;
+use ratekeeper::config::Settings;
+use secrecy::SecretString;
+use sqlx::Connection;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Db {
+    Sqlite,
+    Postgres,
+    MySql,
+}
+
+pub fn random_suffix() -> String {
+    let n: u64 = rand::rng().random();
+    format!("{n:016x}")
+}
+
+fn env_or(name: &str, default: &str) -> String {
+    std::env::var(name).unwrap_or_else(|_| default.to_owned())
+}
+
+pub fn redis_url() -> String {
+    env_or("RK_TEST_REDIS_URL", "redis://127.0.0.1:6379")
+}
+
+/// A new, empty database of the backend; its URL.
+pub async fn fresh_database(db: Db) -> String {
+    sqlx::any::install_default_drivers();
+    let name = format!("rk_test_{}", random_suffix());
+    match db {
+        Db::Sqlite => {
+            let dir = std::env::temp_dir().join("ratekeeper-tests");
+            std::fs::create_dir_all(&dir).expect("temp dir");
+            format!("sqlite://{}/{name}.db", dir.display())
+        }
+        Db::Postgres => {
+            let server = env_or("RK_TEST_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432");
+            let mut conn = sqlx::AnyConnection::connect(&format!("{server}/postgres"))
+                .await
+                .expect("PostgreSQL must be running (scripts/services.sh starts it)");
+            sqlx::raw_sql(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
+                .execute(&mut conn)
+                .await
+                .expect("create database");
+            format!("{server}/{name}")
+        }
+        Db::MySql => {
+            let server = env_or("RK_TEST_MYSQL_URL", "mysql://root@127.0.0.1:3306");
+            let mut conn = sqlx::AnyConnection::connect(&server)
+                .await
+                .expect("MariaDB must be running (scripts/services.sh starts it)");
+            sqlx::raw_sql(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
+                .execute(&mut conn)
+                .await
+                .expect("create database");
+            format!("{server}/{name}")
+        }
+    }
+}
+
+pub fn settings(database_url: &str, redis_url: &str, prefix: &str) -> Settings {
+    Settings {
+        listen: "127.0.0.1:0".into(),
+        database_url: SecretString::from(database_url.to_owned()),
+        redis_url: SecretString::from(redis_url.to_owned()),
+        redis_prefix: prefix.to_owned(),
+        // Long by default so that tests decide when a reconcile pass runs.
+        sync_interval_ms: 60_000,
+        redis_timeout_ms: 500,
+        workers: Some(1),
+        log_json: false,
+    }
+}
+
+/// A Redis server of the test's own, on a unix socket, killed when dropped: for tests
+/// that flush it or stop it.
+pub struct PrivateRedis {
+    child: Child,
+    pub socket: std::path::PathBuf,
+}
+
+impl PrivateRedis {
+    pub async fn start() -> Self {
+        let dir = std::env::temp_dir().join("ratekeeper-tests");
+        std::fs::create_dir_all(&dir).unwrap();
+        let socket = dir.join(format!("redis-{}.sock", random_suffix()));
+        let child = Command::new("redis-server")
+            .args([
+                "--port",
+                "0",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--unixsocket",
+            ])
+            .arg(&socket)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("redis-server on PATH (scripts/services.sh installs it)");
+        let me = Self { child, socket };
+        // Wait for the socket to answer, bounded.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            if let Ok(client) = redis::Client::open(me.url())
+                && let Ok(mut conn) = client.get_multiplexed_async_connection().await
+                && redis::cmd("PING")
+                    .query_async::<String>(&mut conn)
+                    .await
+                    .is_ok()
+            {
+                return me;
+            }
+            assert!(Instant::now() < deadline, "private redis did not start");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    pub fn url(&self) -> String {
+        format!("redis+unix://{}", self.socket.display())
+    }
+
+    pub fn stop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for PrivateRedis {
+    fn drop(&mut self) {
+        self.stop();
+        let _ = std::fs::remove_file(&self.socket);
+    }
+}

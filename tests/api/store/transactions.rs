@@ -1,0 +1,151 @@
+//! Transactions: a dropped one leaves nothing; two side by side both write, in order.
+
+use ratekeeper::domain::{MemberRole, Username};
+
+use super::{add_app, add_user, entry, filter, fresh_store, spec};
+use crate::helpers::*;
+use crate::on_every_backend;
+
+async fn a_transaction_dropped_without_commit_leaves_nothing(db: Db) {
+    let store = fresh_store(db).await;
+    let mut tx = store.begin().await.unwrap();
+    let kept = add_app(&mut tx, "kept").await;
+    tx.commit().await.unwrap();
+
+    {
+        let mut tx = store.begin().await.unwrap();
+        let ann = add_user(&mut tx, "ann").await;
+        let shop = add_app(&mut tx, "shop").await;
+        tx.set_membership(&shop.id, &ann.id, MemberRole::Owner)
+            .await
+            .unwrap();
+        tx.set_membership(&kept.id, &ann.id, MemberRole::Viewer)
+            .await
+            .unwrap();
+        tx.insert_api_key(&kept.id, "ghost", &"f".repeat(64), "ann")
+            .await
+            .unwrap();
+        let policy = tx
+            .insert_policy(&kept.id, &spec("kept.policy", "kept", 1.0, 1, &["kept"]))
+            .await
+            .unwrap();
+        tx.update_policy(&policy, &spec("kept.policy", "kept", 2.0, 2, &["kept"]))
+            .await
+            .unwrap();
+        tx.record_audit(entry("ann", Some("kept"), "app", "shop", "create"))
+            .await
+            .unwrap();
+        // Inside the transaction, its writes are visible.
+        assert!(tx.app_by_slug("shop").await.unwrap().is_some());
+        // Dropped here: an error path that returned early.
+    }
+
+    let mut tx = store.begin().await.unwrap();
+    assert_eq!(tx.count_users().await.unwrap(), 0);
+    assert_eq!(tx.list_apps().await.unwrap(), std::slice::from_ref(&kept));
+    assert!(tx.list_members(&kept.id).await.unwrap().is_empty());
+    assert!(tx.list_api_keys(&kept.id).await.unwrap().is_empty());
+    assert!(tx.live_key_grants().await.unwrap().is_empty());
+    assert!(tx.list_policies(None).await.unwrap().is_empty());
+    assert!(tx.list_audit(&filter()).await.unwrap().is_empty());
+    tx.commit().await.unwrap();
+
+    // And the store is usable as before: the same rows can now be written for real. (In a
+    // transaction of its own: on SQLite, one that has read cannot write while the dropped
+    // one's rollback is still on its way, see `interleaved_writes`.)
+    let mut tx = store.begin().await.unwrap();
+    let ann = add_user(&mut tx, "ann").await;
+    add_app(&mut tx, "shop").await;
+    tx.set_membership(&kept.id, &ann.id, MemberRole::Viewer)
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
+    let mut tx = store.begin().await.unwrap();
+    assert_eq!(tx.count_users().await.unwrap(), 1);
+    assert_eq!(tx.list_apps().await.unwrap().len(), 2);
+}
+on_every_backend!(
+    rollback,
+    a_transaction_dropped_without_commit_leaves_nothing
+);
+
+/// A transaction that has read may still write after another one committed meanwhile.
+async fn interleaved_transactions_both_write(db: Db) {
+    let store = fresh_store(db).await;
+    let mut first = store.begin().await.unwrap();
+    assert_eq!(first.count_users().await.unwrap(), 0);
+
+    // A second transaction starts while the first is open (on SQLite it waits for the
+    // first's write lock; elsewhere it runs beside it).
+    let other = store.clone();
+    let second = tokio::spawn(async move {
+        let mut second = other.begin().await.unwrap();
+        add_user(&mut second, "bob").await;
+        second.commit().await.unwrap();
+    });
+
+    first
+        .insert_user(&Username::parse("ann").unwrap(), "x", false)
+        .await
+        .expect("the first transaction writes");
+    first.commit().await.unwrap();
+    second.await.expect("the second transaction commits too");
+    let mut tx = store.begin().await.unwrap();
+    assert_eq!(tx.count_users().await.unwrap(), 2);
+}
+
+/// A change reads its policy locked: a second change of the same policy waits for the
+/// first to commit and then starts from the version the first made, so no change is lost
+/// and no version check fails for a client that sent none.
+async fn a_locked_read_waits_for_the_change_before_it(db: Db) {
+    let store = fresh_store(db).await;
+    let mut tx = store.begin().await.unwrap();
+    let shop = add_app(&mut tx, "shop").await;
+    tx.insert_policy(&shop.id, &spec("orders", "shop", 1.0, 5, &["shop"]))
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
+
+    let mut first = store.begin().await.unwrap();
+    let seen = first
+        .policy_by_name_for_update("orders")
+        .await
+        .unwrap()
+        .unwrap();
+
+    let other = store.clone();
+    let second = tokio::spawn(async move {
+        let mut second = other.begin().await.unwrap();
+        let current = second
+            .policy_by_name_for_update("orders")
+            .await
+            .unwrap()
+            .unwrap();
+        let done = second
+            .update_policy(&current, &spec("orders", "shop", 3.0, 5, &["shop"]))
+            .await
+            .unwrap()
+            .expect("the second change starts from the first's version");
+        second.commit().await.unwrap();
+        (current.version, done)
+    });
+
+    let won = first
+        .update_policy(&seen, &spec("orders", "shop", 2.0, 5, &["shop"]))
+        .await
+        .unwrap()
+        .expect("the first change applies");
+    first.commit().await.unwrap();
+    let (second_saw, second_made) = second.await.unwrap();
+    assert_eq!(second_saw, won.version, "the second waited for the first");
+    assert_eq!(second_made.version, won.version + 1);
+
+    let mut tx = store.begin().await.unwrap();
+    assert_eq!(
+        tx.policy_by_name("orders").await.unwrap(),
+        Some(second_made)
+    );
+}
+
+on_every_backend!(interleaved_writes, interleaved_transactions_both_write);
+on_every_backend!(locked_reads, a_locked_read_waits_for_the_change_before_it);
