@@ -22,6 +22,7 @@ use crate::snapshot::Snapshot;
 use crate::state::AppState;
 use crate::store::Store;
 use crate::sync::Syncer;
+use crate::telemetry::Metrics;
 
 /// How long a background task's Redis call may take at least (an acquire's is shorter).
 const BACKGROUND_REDIS_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(1);
@@ -33,6 +34,8 @@ pub struct Core {
     pub snapshot: Arc<Snapshot>,
     pub denials: Arc<DenialCache>,
     pub decisions: Arc<DecisionCounts>,
+    /// This server's Prometheus metrics.
+    pub metrics: Arc<Metrics>,
     /// The limiter of the background tasks, on a connection of their own.
     pub background: Limiter,
     pub sync: Syncer,
@@ -55,11 +58,13 @@ impl Core {
         let background = Limiter::new(background_conn, &settings.redis_prefix, background_timeout);
         let snapshot = Arc::new(Snapshot::default());
         let denials = Arc::new(DenialCache::new(settings.sync_interval()));
+        let metrics = Arc::new(Metrics::new());
         let sync = Syncer::new(
             store.clone(),
             background.clone(),
             snapshot.clone(),
             denials.clone(),
+            metrics.clone(),
         );
         let control = Control::new(store.clone(), sync.clone(), limiter.clone());
         Ok(Self {
@@ -68,6 +73,7 @@ impl Core {
             snapshot,
             denials,
             decisions: Arc::default(),
+            metrics,
             background,
             sync,
             control,
@@ -127,9 +133,11 @@ impl Application {
             control: core.control,
             limiter: core.limiter.clone(),
             store: core.store.clone(),
+            metrics: core.metrics.clone(),
         });
         let redis_url = settings.redis_url.clone();
-        let (snapshot, denials, decisions) = (core.snapshot, core.denials, core.decisions);
+        let (snapshot, denials, decisions, metrics) =
+            (core.snapshot, core.denials, core.decisions, core.metrics);
         let mut server = HttpServer::new(move || {
             // Runs on each worker thread: its acquire path gets that thread's connection.
             let acquirer = Acquirer::new(
@@ -137,6 +145,7 @@ impl Application {
                 snapshot.clone(),
                 denials.clone(),
                 decisions.clone(),
+                metrics.clone(),
             );
             App::new()
                 .app_data(state.clone())

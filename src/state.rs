@@ -2,9 +2,12 @@
 //! start (see `startup`) and shared by all workers. The acquire path has its own,
 //! per worker: [`crate::acquire::Acquirer`].
 
+use std::sync::Arc;
+
 use crate::control::Control;
 use crate::limiter::Limiter;
 use crate::store::Store;
+use crate::telemetry::Metrics;
 
 pub struct AppState {
     pub control: Control,
@@ -12,4 +15,6 @@ pub struct AppState {
     pub limiter: Limiter,
     /// SQL, for readiness.
     pub store: Store,
+    /// This server's metrics, for `/metrics`.
+    pub metrics: Arc<Metrics>,
 }

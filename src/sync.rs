@@ -21,7 +21,7 @@ use crate::domain::PolicyName;
 use crate::limiter::{Limiter, PolicyConfig};
 use crate::snapshot::Snapshot;
 use crate::store::{PolicyRecord, Store, StoreResult, now_ms};
-use crate::telemetry::METRICS;
+use crate::telemetry::Metrics;
 
 /// Keys of deleted policies are swept only when their incarnation is older than this,
 /// so a policy another instance created (and pushed) while we read SQL is never taken.
@@ -36,6 +36,7 @@ pub struct Syncer {
     limiter: Limiter,
     snapshot: Arc<Snapshot>,
     denials: Arc<DenialCache>,
+    metrics: Arc<Metrics>,
     memo: Arc<tokio::sync::Mutex<Memo>>,
     /// Identifies this instance's change notices.
     instance: Arc<str>,
@@ -70,12 +71,14 @@ impl Syncer {
         limiter: Limiter,
         snapshot: Arc<Snapshot>,
         denials: Arc<DenialCache>,
+        metrics: Arc<Metrics>,
     ) -> Self {
         Self {
             store,
             limiter,
             snapshot,
             denials,
+            metrics,
             memo: Arc::default(),
             instance: crate::store::new_id().into(),
             wake: Arc::default(),
@@ -185,8 +188,8 @@ impl Syncer {
         };
         drop(memo);
 
-        METRICS.sync_drift.inc_by(report.rewritten as u64);
-        METRICS
+        self.metrics.sync_drift.inc_by(report.rewritten as u64);
+        self.metrics
             .sync_pass_seconds
             .observe(started.elapsed().as_secs_f64());
         if report.failed > 0 {
@@ -241,14 +244,14 @@ impl Syncer {
             }
             match self.reconcile_once().await {
                 Ok(report) => {
-                    METRICS.sync_passes.with_label_values(&["ok"]).inc();
-                    METRICS.sync_last_success_ms.set(now_ms());
+                    self.metrics.sync_passes.with_label_values(&["ok"]).inc();
+                    self.metrics.sync_last_success_ms.set(now_ms());
                     if report.rewritten > 0 || report.swept > 0 {
                         tracing::info!(?report, "reconcile repaired redis");
                     }
                 }
                 Err(e) => {
-                    METRICS.sync_passes.with_label_values(&["error"]).inc();
+                    self.metrics.sync_passes.with_label_values(&["error"]).inc();
                     tracing::warn!(error = format!("{e:#}"), "reconcile pass failed");
                 }
             }

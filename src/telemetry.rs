@@ -1,7 +1,5 @@
 //! Logging and Prometheus metrics.
 
-use std::sync::LazyLock;
-
 use prometheus::{
     Encoder, Histogram, HistogramOpts, IntCounter, IntCounterVec, IntGauge, Opts, Registry,
     TextEncoder,
@@ -23,6 +21,8 @@ pub fn init_tracing(json: bool) {
     };
 }
 
+/// The Prometheus metrics of one server: each instance (and each test's server) has its
+/// own registry, so what one reports is what it did.
 pub struct Metrics {
     pub registry: Registry,
     pub decisions: IntCounterVec,
@@ -33,66 +33,74 @@ pub struct Metrics {
     pub sync_pass_seconds: Histogram,
 }
 
-pub static METRICS: LazyLock<Metrics> = LazyLock::new(|| {
-    let registry = Registry::new();
-    let decisions = IntCounterVec::new(
-        Opts::new(
-            "ratekeeper_decisions_total",
-            "Acquire decisions by policy and outcome",
-        ),
-        &["policy", "outcome"],
-    )
-    .expect("valid metric");
-    let acquire_seconds = Histogram::with_opts(
-        HistogramOpts::new("ratekeeper_acquire_seconds", "Acquire handler latency").buckets(vec![
-            0.0001, 0.00025, 0.0005, 0.001, 0.002, 0.004, 0.008, 0.016, 0.05, 0.1, 0.5,
-        ]),
-    )
-    .expect("valid metric");
-    let sync_passes = IntCounterVec::new(
-        Opts::new("ratekeeper_sync_passes_total", "Reconcile passes by result"),
-        &["result"],
-    )
-    .expect("valid metric");
-    let sync_drift = IntCounter::new(
-        "ratekeeper_sync_drift_total",
-        "Policies a reconcile pass found missing or stale in Redis and rewrote",
-    )
-    .expect("valid metric");
-    let sync_last_success_ms = IntGauge::new(
-        "ratekeeper_sync_last_success_ms",
-        "Unix ms of the last successful reconcile pass (sync lag = now - this)",
-    )
-    .expect("valid metric");
-    let sync_pass_seconds = Histogram::with_opts(HistogramOpts::new(
-        "ratekeeper_sync_pass_seconds",
-        "Duration of one reconcile pass",
-    ))
-    .expect("valid metric");
-    for collector in [
-        Box::new(decisions.clone()) as Box<dyn prometheus::core::Collector>,
-        Box::new(acquire_seconds.clone()),
-        Box::new(sync_passes.clone()),
-        Box::new(sync_drift.clone()),
-        Box::new(sync_last_success_ms.clone()),
-        Box::new(sync_pass_seconds.clone()),
-    ] {
-        registry
-            .register(collector)
-            .expect("metric registered once");
+impl Default for Metrics {
+    fn default() -> Self {
+        Self::new()
     }
-    Metrics {
-        registry,
-        decisions,
-        acquire_seconds,
-        sync_passes,
-        sync_drift,
-        sync_last_success_ms,
-        sync_pass_seconds,
-    }
-});
+}
 
 impl Metrics {
+    pub fn new() -> Self {
+        let registry = Registry::new();
+        let decisions = IntCounterVec::new(
+            Opts::new(
+                "ratekeeper_decisions_total",
+                "Acquire decisions by policy and outcome",
+            ),
+            &["policy", "outcome"],
+        )
+        .expect("valid metric");
+        let acquire_seconds = Histogram::with_opts(
+            HistogramOpts::new("ratekeeper_acquire_seconds", "Acquire handler latency").buckets(
+                vec![
+                    0.0001, 0.00025, 0.0005, 0.001, 0.002, 0.004, 0.008, 0.016, 0.05, 0.1, 0.5,
+                ],
+            ),
+        )
+        .expect("valid metric");
+        let sync_passes = IntCounterVec::new(
+            Opts::new("ratekeeper_sync_passes_total", "Reconcile passes by result"),
+            &["result"],
+        )
+        .expect("valid metric");
+        let sync_drift = IntCounter::new(
+            "ratekeeper_sync_drift_total",
+            "Policies a reconcile pass found missing or stale in Redis and rewrote",
+        )
+        .expect("valid metric");
+        let sync_last_success_ms = IntGauge::new(
+            "ratekeeper_sync_last_success_ms",
+            "Unix ms of the last successful reconcile pass (sync lag = now - this)",
+        )
+        .expect("valid metric");
+        let sync_pass_seconds = Histogram::with_opts(HistogramOpts::new(
+            "ratekeeper_sync_pass_seconds",
+            "Duration of one reconcile pass",
+        ))
+        .expect("valid metric");
+        for collector in [
+            Box::new(decisions.clone()) as Box<dyn prometheus::core::Collector>,
+            Box::new(acquire_seconds.clone()),
+            Box::new(sync_passes.clone()),
+            Box::new(sync_drift.clone()),
+            Box::new(sync_last_success_ms.clone()),
+            Box::new(sync_pass_seconds.clone()),
+        ] {
+            registry
+                .register(collector)
+                .expect("metric registered once");
+        }
+        Metrics {
+            registry,
+            decisions,
+            acquire_seconds,
+            sync_passes,
+            sync_drift,
+            sync_last_success_ms,
+            sync_pass_seconds,
+        }
+    }
+
     /// The Prometheus text exposition of every metric.
     pub fn render(&self) -> String {
         let mut out = Vec::new();

@@ -10,7 +10,7 @@ use crate::auth::hash_secret;
 use crate::domain::{Algorithm, AppSlug, FailureMode, Permits, PolicyName};
 use crate::limiter::{AcquireOutcome, Decision, LeaseId, Limiter, LimiterError, ReleaseOutcome};
 use crate::snapshot::{KeyEntry, Snapshot};
-use crate::telemetry::METRICS;
+use crate::telemetry::Metrics;
 
 use super::outcome::{Decided, Outcome, Refusal};
 use super::{CachedDenial, DecisionCounts, DenialCache};
@@ -22,6 +22,7 @@ pub struct Acquirer {
     snapshot: Arc<Snapshot>,
     denials: Arc<DenialCache>,
     counts: Arc<DecisionCounts>,
+    metrics: Arc<Metrics>,
 }
 
 impl Acquirer {
@@ -30,12 +31,14 @@ impl Acquirer {
         snapshot: Arc<Snapshot>,
         denials: Arc<DenialCache>,
         counts: Arc<DecisionCounts>,
+        metrics: Arc<Metrics>,
     ) -> Self {
         Self {
             limiter,
             snapshot,
             denials,
             counts,
+            metrics,
         }
     }
 
@@ -85,7 +88,7 @@ impl Acquirer {
                 }
             }
         };
-        METRICS
+        self.metrics
             .acquire_seconds
             .observe(started.elapsed().as_secs_f64());
         Ok(outcome)
@@ -155,7 +158,7 @@ impl Acquirer {
         error: LimiterError,
     ) -> Result<(), Refusal> {
         tracing::warn!(policy = %name, error = %error, ?mode, "acquire could not reach redis");
-        METRICS
+        self.metrics
             .decisions
             .with_label_values(&[name.as_str(), "degraded"])
             .inc();
@@ -173,7 +176,7 @@ impl Acquirer {
             Decision::Denied => "denied",
             Decision::Unenforced => "unenforced",
         };
-        METRICS
+        self.metrics
             .decisions
             .with_label_values(&[name.as_str(), outcome])
             .inc();

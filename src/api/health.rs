@@ -2,7 +2,6 @@ use actix_web::{HttpResponse, web};
 use serde_json::json;
 
 use crate::state::AppState;
-use crate::telemetry::METRICS;
 
 /// The process is up.
 pub async fn healthz() -> HttpResponse {
@@ -24,8 +23,8 @@ pub async fn readyz(state: web::Data<AppState>) -> HttpResponse {
     }
 }
 
-pub async fn metrics() -> HttpResponse {
+pub async fn metrics(state: web::Data<AppState>) -> HttpResponse {
     HttpResponse::Ok()
         .content_type("text/plain; version=0.0.4")
-        .body(METRICS.render())
+        .body(state.metrics.render())
 }
