@@ -95,6 +95,7 @@ impl Syncer {
 
     /// Tells the other instances to reconcile now (best effort: they would by the next
     /// interval anyway).
+    #[tracing::instrument(level = "debug", skip_all)]
     async fn announce(&self) {
         if let Err(e) = self.limiter.announce_change(&self.instance).await {
             tracing::warn!(error = %e, "could not announce a change to other instances");
@@ -103,6 +104,7 @@ impl Syncer {
 
     /// Write-through after a committed create or update. A failed push is logged, not
     /// returned: the change is committed, and the next reconcile pass brings it over.
+    #[tracing::instrument(skip_all, fields(policy = %record.spec.name))]
     pub async fn policy_saved(&self, record: &PolicyRecord) {
         self.snapshot.upsert_policy(record);
         self.denials.forget(record.spec.name.as_str());
@@ -113,6 +115,7 @@ impl Syncer {
         self.announce().await;
     }
 
+    #[tracing::instrument(skip_all, fields(policy = %name))]
     pub async fn policy_deleted(&self, name: &PolicyName) {
         self.snapshot.remove_policy(name.as_str());
         self.denials.forget(name.as_str());
@@ -124,6 +127,7 @@ impl Syncer {
 
     /// Reloads the live API keys at once (after a key is created or revoked here), and
     /// tells the other instances, so that a revoked key stops working everywhere.
+    #[tracing::instrument(skip_all)]
     pub async fn keys_changed(&self) -> StoreResult<()> {
         let mut tx = self.store.begin_read().await?;
         let grants = tx.live_key_grants().await?;
@@ -134,6 +138,7 @@ impl Syncer {
     }
 
     /// One pass, full or light (see the module's documentation).
+    #[tracing::instrument(skip_all)]
     pub async fn reconcile_once(&self) -> anyhow::Result<ReconcileReport> {
         let started = Instant::now();
         let read_at = now_ms();
@@ -203,6 +208,7 @@ impl Syncer {
     }
 
     /// Every policy: into the snapshot, checked in Redis, and keys of gone ones swept.
+    #[tracing::instrument(skip_all, fields(policies = policies.len()))]
     async fn full_pass(
         &self,
         policies: &[PolicyRecord],
@@ -263,6 +269,7 @@ impl Syncer {
         tracing::info!("sync task stopped");
     }
 
+    #[tracing::instrument(level = "debug", skip_all)]
     async fn flush_key_usage(&self) -> StoreResult<()> {
         let usage = self.snapshot.key_usage();
         if usage.is_empty() {

@@ -31,6 +31,7 @@ impl Control {
     /// The user, when `password` is theirs and the account is enabled. An unknown user
     /// and a disabled one cost one argon2 verification like a wrong password, so the
     /// answer time tells nothing.
+    #[tracing::instrument(level = "debug", skip_all, fields(username = %username))]
     pub async fn check_password(
         &self,
         username: &str,
@@ -52,6 +53,7 @@ impl Control {
 
     /// A new session for `user`: a fresh token each sign-in, so a token planted in a
     /// browser before sign-in (session fixation) is never promoted.
+    #[tracing::instrument(skip_all, fields(user = %user.username))]
     pub async fn start_session(&self, user: &UserRecord) -> ControlResult<NewSession> {
         let token = Secret::generate(SecretKind::Session);
         let csrf = Secret::generate(SecretKind::Session);
@@ -67,6 +69,7 @@ impl Control {
     }
 
     /// The live session of a presented cookie token.
+    #[tracing::instrument(level = "debug", skip_all)]
     pub async fn session(&self, token: &SecretString) -> ControlResult<Option<SessionRecord>> {
         let mut tx = self.store.begin_read().await?;
         let session = tx.session(&hash_secret(token.expose_secret())).await?;
@@ -74,6 +77,7 @@ impl Control {
         Ok(session)
     }
 
+    #[tracing::instrument(skip_all)]
     pub async fn end_session(&self, token: &SecretString) -> ControlResult<()> {
         let mut tx = self.store.begin().await?;
         tx.delete_session(&hash_secret(token.expose_secret()))
@@ -84,6 +88,7 @@ impl Control {
 
     /// The actor's own password, after checking the current one. Their other sessions
     /// end; the one in use (`keep_session`) stays.
+    #[tracing::instrument(skip_all, fields(actor = %actor.name))]
     pub async fn change_own_password(
         &self,
         actor: &Actor,
@@ -109,6 +114,7 @@ impl Control {
     }
 
     /// An admin sets another user's password; all of that user's sessions end.
+    #[tracing::instrument(skip_all, fields(actor = %actor.name, username = %username))]
     pub async fn reset_password(
         &self,
         actor: &Actor,
@@ -152,6 +158,7 @@ impl Control {
     }
 
     /// Every user, for admins.
+    #[tracing::instrument(level = "debug", skip_all, fields(actor = %actor.name))]
     pub async fn list_users(&self, actor: &Actor) -> ControlResult<Vec<UserRecord>> {
         if !actor.is_admin {
             return Err(ControlError::Forbidden);
@@ -165,6 +172,7 @@ impl Control {
     /// Sets a user's global role and disabled flag. A disabled user's sessions end at
     /// once; the last enabled admin can be neither demoted nor disabled (nobody could
     /// manage users any more).
+    #[tracing::instrument(skip_all, fields(actor = %actor.name, username = %username, admin = flags.is_admin, disabled = flags.disabled))]
     pub async fn set_user_flags(
         &self,
         actor: &Actor,

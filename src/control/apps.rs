@@ -11,6 +11,7 @@ use super::{
 
 impl Control {
     /// Applications are made by admins; their owners run them from then on.
+    #[tracing::instrument(skip_all, fields(actor = %actor.name, slug = ?input.slug))]
     pub async fn create_app(&self, actor: &Actor, input: AppInput) -> ControlResult<AppView> {
         if !actor.is_admin {
             return Err(ControlError::Forbidden);
@@ -54,6 +55,7 @@ impl Control {
     }
 
     /// The applications the actor may see: all for admins, their own for members.
+    #[tracing::instrument(level = "debug", skip_all, fields(actor = %actor.name))]
     pub async fn list_apps(&self, actor: &Actor) -> ControlResult<Vec<AppView>> {
         let mut tx = self.store.begin_read().await?;
         let apps = match (&actor.user_id, actor.is_admin) {
@@ -65,6 +67,7 @@ impl Control {
         Ok(apps.iter().map(AppView::from).collect())
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(actor = %actor.name, slug = %slug))]
     pub async fn get_app(&self, actor: &Actor, slug: &str) -> ControlResult<AppDetail> {
         let mut tx = self.store.begin_read().await?;
         let (app, role) = app_access(&mut tx, actor, slug, Permission::View).await?;

@@ -7,6 +7,7 @@ pub const AUDIT_PAGE_SIZE: u32 = 50;
 
 impl Control {
     /// Audit events, newest first: all for admins; for members, those of their apps.
+    #[tracing::instrument(level = "debug", skip_all, fields(actor = %actor.name))]
     pub async fn list_audit(
         &self,
         actor: &Actor,

@@ -9,6 +9,7 @@ use super::{ApiKeyView, Control, ControlError, ControlResult, CreatedKey, author
 
 impl Control {
     /// A new API key for the application; its text is in the reply and nowhere else.
+    #[tracing::instrument(skip_all, fields(actor = %actor.name, slug = %slug))]
     pub async fn create_key(
         &self,
         actor: &Actor,
@@ -49,6 +50,7 @@ impl Control {
 
     /// Revokes a key; it stops working on this instance at once, on others by the next
     /// reconcile pass.
+    #[tracing::instrument(skip_all, fields(actor = %actor.name, slug = %slug, key_id = %key_id))]
     pub async fn revoke_key(&self, actor: &Actor, slug: &str, key_id: &str) -> ControlResult<()> {
         let mut tx = self.store.begin().await?;
         let app = authorised_app(&mut tx, actor, slug, Permission::Edit).await?;

@@ -26,6 +26,7 @@ pub struct LivePolicy {
 
 impl Control {
     /// The live state of an application's policies, for those who may see it.
+    #[tracing::instrument(level = "debug", skip_all, fields(actor = %actor.name, slug = %slug))]
     pub async fn live_policies(&self, actor: &Actor, slug: &str) -> ControlResult<Vec<LivePolicy>> {
         let policies = self.list_policies(actor, Some(slug)).await?;
         Ok(self.live_state_of(&policies).await)
@@ -35,6 +36,7 @@ impl Control {
     /// lists them does not read them from SQL twice): one round trip to Redis for all of
     /// them. A policy Redis cannot report on right now has no state, rather than failing
     /// the page.
+    #[tracing::instrument(level = "debug", skip_all, fields(policies = policies.len()))]
     pub async fn live_state_of(&self, policies: &[PolicyView]) -> Vec<LivePolicy> {
         // Views come from stored, validated policies: their names always parse.
         let names: Vec<PolicyName> = policies

@@ -8,6 +8,7 @@ use super::inputs::MemberInput;
 use super::{Control, ControlError, ControlResult, MemberView, authorised_app};
 
 impl Control {
+    #[tracing::instrument(skip_all, fields(actor = %actor.name, slug = %slug, username = %username))]
     pub async fn set_member(
         &self,
         actor: &Actor,
@@ -49,6 +50,7 @@ impl Control {
         Ok(view)
     }
 
+    #[tracing::instrument(skip_all, fields(actor = %actor.name, slug = %slug, username = %username))]
     pub async fn remove_member(
         &self,
         actor: &Actor,

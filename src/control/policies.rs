@@ -10,6 +10,7 @@ use super::policy_spec::{new_policy, patched_policy};
 use super::{Control, ControlError, ControlResult, PolicyView, authorised_app};
 
 impl Control {
+    #[tracing::instrument(skip_all, fields(actor = %actor.name, name = ?input.name))]
     pub async fn create_policy(
         &self,
         actor: &Actor,
@@ -50,6 +51,7 @@ impl Control {
 
     /// Changes any subset of a policy's fields. A change that changes nothing keeps the
     /// version (and so never touches Redis).
+    #[tracing::instrument(skip_all, fields(actor = %actor.name, name = %name))]
     pub async fn update_policy(
         &self,
         actor: &Actor,
@@ -93,6 +95,7 @@ impl Control {
         Ok(view)
     }
 
+    #[tracing::instrument(skip_all, fields(actor = %actor.name, name = %name))]
     pub async fn delete_policy(&self, actor: &Actor, name: &str) -> ControlResult<()> {
         let mut tx = self.store.begin().await?;
         let current = self
@@ -114,6 +117,7 @@ impl Control {
         Ok(())
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(actor = %actor.name, name = %name))]
     pub async fn get_policy(&self, actor: &Actor, name: &str) -> ControlResult<PolicyView> {
         let mut tx = self.store.begin_read().await?;
         let record = self
@@ -124,6 +128,7 @@ impl Control {
     }
 
     /// The policies of one application, or of every application the actor may see.
+    #[tracing::instrument(level = "debug", skip_all, fields(actor = %actor.name, app = ?app))]
     pub async fn list_policies(
         &self,
         actor: &Actor,
@@ -151,6 +156,7 @@ impl Control {
     }
 
     /// The bucket as Redis holds it now.
+    #[tracing::instrument(level = "debug", skip_all, fields(actor = %actor.name, name = %name))]
     pub async fn policy_state(&self, actor: &Actor, name: &str) -> ControlResult<BucketState> {
         let mut tx = self.store.begin_read().await?;
         let record = self

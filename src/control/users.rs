@@ -22,6 +22,7 @@ pub(super) fn check_new_password(password: &SecretString) -> Result<(), FieldErr
 }
 
 impl Control {
+    #[tracing::instrument(skip_all, fields(actor = %actor.name, username = %username, admin = is_admin))]
     pub async fn create_user(
         &self,
         actor: &Actor,
@@ -61,6 +62,7 @@ impl Control {
     }
 
     /// A new personal access token for `username`; its text is returned once.
+    #[tracing::instrument(skip_all, fields(actor = %actor.name, username = %username))]
     pub async fn create_token(
         &self,
         actor: &Actor,
@@ -100,6 +102,7 @@ impl Control {
     }
 
     /// The user a presented access token belongs to, if it is live and the user enabled.
+    #[tracing::instrument(level = "debug", skip_all)]
     pub async fn actor_for_token(&self, presented: &str) -> ControlResult<Option<Actor>> {
         let hash = crate::auth::hash_secret(presented);
         let mut tx = self.store.begin().await?;
@@ -110,6 +113,7 @@ impl Control {
 
     /// At first start with no user at all: an `admin` with a random password, returned
     /// so the caller prints it once. `None` when users exist.
+    #[tracing::instrument(skip_all)]
     pub async fn bootstrap_admin(&self) -> ControlResult<Option<SecretString>> {
         let mut tx = self.store.begin().await?;
         let count = tx.count_users().await?;

@@ -13,6 +13,7 @@ use super::{Limiter, LimiterError};
 
 impl Limiter {
     /// Publishes a change notice signed with this instance's id (so it can skip its own).
+    #[tracing::instrument(level = "debug", skip_all)]
     pub async fn announce_change(&self, instance: &str) -> Result<(), LimiterError> {
         let mut conn = self.conn.clone();
         let mut cmd = redis::cmd("PUBLISH");

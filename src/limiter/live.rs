@@ -24,6 +24,7 @@ impl Limiter {
     /// The live view of each policy of `names`, with the counts of the `minutes` minutes
     /// up to and including `now_minute`. One entry per name, in order; an entry is an
     /// error when Redis answered that policy's part with one.
+    #[tracing::instrument(level = "debug", skip_all, fields(policies = names.len()))]
     pub async fn live_views(
         &self,
         names: &[PolicyName],

@@ -17,6 +17,7 @@ pub struct MinuteCounts {
 
 impl Limiter {
     /// Adds one instance's counts of `minute`, for many policies in one pipeline.
+    #[tracing::instrument(level = "debug", skip_all, fields(minute = minute, policies = counts.len()))]
     pub async fn add_minute_counts(
         &self,
         minute: i64,

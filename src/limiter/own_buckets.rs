@@ -19,6 +19,7 @@ pub struct OwnBucket {
 
 impl Limiter {
     /// Takes one permit from own bucket `name`: `None` when granted, else the ms to wait.
+    #[tracing::instrument(level = "debug", skip_all)]
     pub async fn take_own_permit(
         &self,
         name: &str,
@@ -62,6 +63,7 @@ impl Limiter {
     }
 
     /// Forgets own bucket `name` (it starts full next time), e.g. after a good sign-in.
+    #[tracing::instrument(level = "debug", skip_all)]
     pub async fn forget_own_bucket(&self, name: &str) -> Result<(), LimiterError> {
         let mut conn = self.conn.clone();
         self.timed(

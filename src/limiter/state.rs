@@ -25,6 +25,7 @@ pub struct BucketState {
 
 impl Limiter {
     /// `None` when the policy is not (yet) in Redis.
+    #[tracing::instrument(level = "debug", skip_all, fields(policy = %name))]
     pub async fn bucket_state(
         &self,
         name: &PolicyName,

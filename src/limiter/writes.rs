@@ -68,6 +68,7 @@ impl Limiter {
     }
 
     /// Writes one policy's config; `true` when Redis changed.
+    #[tracing::instrument(level = "debug", skip_all, fields(policy = %config.name))]
     pub async fn push_policy(&self, config: &PolicyConfig) -> Result<bool, LimiterError> {
         let mut conn = self.conn.clone();
         let mut invocation = scripts::SYNC_POLICY.key(self.keys.policy(&config.name));
@@ -97,6 +98,7 @@ impl Limiter {
     }
 
     /// Writes many policies, a bounded number in flight at once.
+    #[tracing::instrument(level = "debug", skip_all, fields(policies = configs.len()))]
     pub async fn push_all(&self, configs: &[PolicyConfig]) -> PushStats {
         // Owned clones in each future: borrowing closures here make the caller's future
         // not provably `Send` (a known limitation of higher-ranked lifetimes).
@@ -122,6 +124,7 @@ impl Limiter {
         stats
     }
 
+    #[tracing::instrument(level = "debug", skip_all)]
     pub async fn sync_marker(&self) -> Result<Option<String>, LimiterError> {
         let mut conn = self.conn.clone();
         let mut cmd = redis::cmd("GET");
@@ -130,6 +133,7 @@ impl Limiter {
         within(self.sync_timeout(), fut).await
     }
 
+    #[tracing::instrument(level = "debug", skip_all)]
     pub async fn set_sync_marker(&self, fingerprint: &str) -> Result<(), LimiterError> {
         let mut conn = self.conn.clone();
         let mut cmd = redis::cmd("SET");
@@ -139,6 +143,7 @@ impl Limiter {
         Ok(())
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(policy = %name))]
     pub async fn delete_policy(&self, name: &PolicyName) -> Result<(), LimiterError> {
         let mut conn = self.conn.clone();
         let mut cmd = redis::cmd("DEL");
@@ -156,6 +161,7 @@ impl Limiter {
     ///
     /// Single-node Redis only: on a cluster, SCAN would have to visit every master, and
     /// deletes are already done at once after each SQL commit.
+    #[tracing::instrument(level = "debug", skip_all, fields(known = known.len()))]
     pub async fn sweep_orphans(
         &self,
         known: &HashSet<&str>,

@@ -22,6 +22,7 @@ struct OwnerRow {
 const TOUCH_EVERY_MS: i64 = 60_000;
 
 impl Tx {
+    #[tracing::instrument(level = "debug", skip_all)]
     pub async fn insert_access_token(
         &mut self,
         user_id: &str,
@@ -43,6 +44,7 @@ impl Tx {
     }
 
     /// The enabled user owning a live token with this hash, marking the token used.
+    #[tracing::instrument(level = "debug", skip_all)]
     pub async fn token_owner(&mut self, token_hash: &str) -> StoreResult<Option<TokenOwner>> {
         let row: Option<OwnerRow> = sqlx::query_as(self.sql(
             "SELECT t.id AS token_id, u.id, u.username, u.password_hash, u.is_admin, u.disabled, \

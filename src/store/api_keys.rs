@@ -22,6 +22,7 @@ pub struct KeyGrant {
 }
 
 impl Tx {
+    #[tracing::instrument(level = "debug", skip_all, fields(app_id = %app_id))]
     pub async fn insert_api_key(
         &mut self,
         app_id: &str,
@@ -54,6 +55,7 @@ impl Tx {
 
     /// Revokes a live key of the application; returns it as it was, `None` if no such
     /// live key exists there.
+    #[tracing::instrument(level = "debug", skip_all, fields(app_id = %app_id, key_id = %key_id))]
     pub async fn revoke_api_key(
         &mut self,
         app_id: &str,
@@ -77,6 +79,7 @@ impl Tx {
         Ok(before)
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(app_id = %app_id))]
     pub async fn list_api_keys(&mut self, app_id: &str) -> StoreResult<Vec<ApiKeyRecord>> {
         Ok(sqlx::query_as(self.sql(
             "SELECT id, label, created_by, created_ms, last_used_ms, revoked_ms FROM api_keys \
@@ -88,6 +91,7 @@ impl Tx {
     }
 
     /// Every key that may be used now.
+    #[tracing::instrument(level = "debug", skip_all)]
     pub async fn live_key_grants(&mut self) -> StoreResult<Vec<KeyGrant>> {
         Ok(sqlx::query_as(self.sql(
             "SELECT k.key_hash, k.id AS key_id, a.slug AS app_slug FROM api_keys k \
@@ -98,6 +102,7 @@ impl Tx {
     }
 
     /// Records when keys were last used (collected in memory off the hot path).
+    #[tracing::instrument(level = "debug", skip_all, fields(keys = used.len()))]
     pub async fn touch_api_keys(&mut self, used: &[(String, i64)]) -> StoreResult<()> {
         for (key_id, at_ms) in used {
             sqlx::query(self.sql(

@@ -15,6 +15,7 @@ pub struct AppRecord {
 }
 
 impl Tx {
+    #[tracing::instrument(level = "debug", skip_all, fields(slug = %slug))]
     pub async fn insert_app(
         &mut self,
         slug: &AppSlug,
@@ -41,6 +42,7 @@ impl Tx {
         Ok(record)
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(slug = %slug))]
     pub async fn app_by_slug(&mut self, slug: &str) -> StoreResult<Option<AppRecord>> {
         Ok(sqlx::query_as(
             self.sql("SELECT id, slug, name, description, created_ms FROM apps WHERE slug = ?"),
@@ -50,6 +52,7 @@ impl Tx {
         .await?)
     }
 
+    #[tracing::instrument(level = "debug", skip_all)]
     pub async fn list_apps(&mut self) -> StoreResult<Vec<AppRecord>> {
         Ok(sqlx::query_as(
             self.sql("SELECT id, slug, name, description, created_ms FROM apps ORDER BY slug"),
@@ -59,6 +62,7 @@ impl Tx {
     }
 
     /// The applications a user is a member of, in any role.
+    #[tracing::instrument(level = "debug", skip_all, fields(user_id = %user_id))]
     pub async fn list_apps_of_user(&mut self, user_id: &str) -> StoreResult<Vec<AppRecord>> {
         Ok(sqlx::query_as(self.sql(
             "SELECT a.id, a.slug, a.name, a.description, a.created_ms FROM apps a \
@@ -70,6 +74,7 @@ impl Tx {
     }
 
     /// Every slug of `slugs` that names no application.
+    #[tracing::instrument(level = "debug", skip_all, fields(slugs = slugs.len()))]
     pub async fn unknown_slugs(&mut self, slugs: &[AppSlug]) -> StoreResult<Vec<String>> {
         let mut unknown = Vec::new();
         for slug in slugs {

@@ -40,6 +40,7 @@ pub struct AuditFilter {
 }
 
 impl Tx {
+    #[tracing::instrument(level = "debug", skip_all, fields(entity = entry.entity_type, action = entry.action))]
     pub async fn record_audit(&mut self, entry: AuditEntry<'_>) -> StoreResult<()> {
         let text = |v: Option<serde_json::Value>| v.map(|v| v.to_string());
         sqlx::query(self.sql(
@@ -60,6 +61,7 @@ impl Tx {
     }
 
     /// Events matching the filter, newest first.
+    #[tracing::instrument(level = "debug", skip_all)]
     pub async fn list_audit(&mut self, filter: &AuditFilter) -> StoreResult<Vec<AuditRecord>> {
         let mut query = String::from(
             "SELECT id, at_ms, actor, app_slug, entity_type, entity_id, action, before_json, \

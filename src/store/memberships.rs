@@ -13,6 +13,7 @@ pub struct MemberRecord {
 
 impl Tx {
     /// Sets a user's role in an application; returns the role it had before, if any.
+    #[tracing::instrument(level = "debug", skip_all, fields(app_id = %app_id, user_id = %user_id))]
     pub async fn set_membership(
         &mut self,
         app_id: &str,
@@ -44,6 +45,7 @@ impl Tx {
     }
 
     /// Removes a membership; returns the role it had, `None` if there was none.
+    #[tracing::instrument(level = "debug", skip_all, fields(app_id = %app_id, user_id = %user_id))]
     pub async fn delete_membership(
         &mut self,
         app_id: &str,
@@ -58,6 +60,7 @@ impl Tx {
         Ok(before)
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(app_id = %app_id, user_id = %user_id))]
     pub async fn role_in_app(
         &mut self,
         app_id: &str,
@@ -73,6 +76,7 @@ impl Tx {
         Ok(role.as_deref().and_then(MemberRole::from_db))
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(app_id = %app_id))]
     pub async fn list_members(&mut self, app_id: &str) -> StoreResult<Vec<MemberRecord>> {
         Ok(sqlx::query_as(self.sql(
             "SELECT u.username, m.role, m.created_ms FROM memberships m \

@@ -152,6 +152,7 @@ impl Store {
     }
 
     /// Applies the migrations of this backend that have not run yet.
+    #[tracing::instrument(level = "debug", skip_all)]
     pub async fn migrate(&self) -> anyhow::Result<()> {
         let migrator = match self.backend {
             Backend::Postgres => &MIGRATE_POSTGRES,
@@ -164,6 +165,7 @@ impl Store {
             .context("database migration failed")
     }
 
+    #[tracing::instrument(level = "debug", skip_all)]
     pub async fn begin(&self) -> StoreResult<Tx> {
         let inner = match self.backend {
             // SQLite has one writer. A deferred transaction that reads and then writes
@@ -182,6 +184,7 @@ impl Store {
     /// A transaction that only reads. On SQLite it does not take the write lock, so reads
     /// run beside the writer (WAL) instead of queueing behind it; writing in it could
     /// fail with "database is locked", so it must not write.
+    #[tracing::instrument(level = "debug", skip_all)]
     pub async fn begin_read(&self) -> StoreResult<Tx> {
         Ok(Tx {
             inner: self.pool.begin().await?,
@@ -190,6 +193,7 @@ impl Store {
     }
 
     /// `SELECT 1`, for readiness.
+    #[tracing::instrument(level = "debug", skip_all)]
     pub async fn ping(&self) -> StoreResult<()> {
         sqlx::query("SELECT 1").execute(&self.pool).await?;
         Ok(())

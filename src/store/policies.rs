@@ -100,6 +100,7 @@ fn stored_rate(spec: &PolicySpec) -> f64 {
 }
 
 impl Tx {
+    #[tracing::instrument(level = "debug", skip_all, fields(name = %spec.name))]
     pub async fn insert_policy(
         &mut self,
         app_id: &str,
@@ -140,6 +141,7 @@ impl Tx {
 
     /// Replaces a policy's spec if its version is still `expected_version`, and bumps the
     /// version. `None` when another change came first.
+    #[tracing::instrument(level = "debug", skip_all, fields(name = %spec.name))]
     pub async fn update_policy(
         &mut self,
         current: &PolicyRecord,
@@ -177,6 +179,7 @@ impl Tx {
         }))
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(id = %id))]
     pub async fn delete_policy(&mut self, id: &str) -> StoreResult<bool> {
         let done = sqlx::query(self.sql("DELETE FROM policies WHERE id = ?"))
             .bind(id)
@@ -187,6 +190,7 @@ impl Tx {
 
     /// The policy, its row locked until the transaction ends, so that a change computed
     /// from it cannot race another (SQLite's transactions already hold the write lock).
+    #[tracing::instrument(level = "debug", skip_all, fields(name = %name))]
     pub async fn policy_by_name_for_update(
         &mut self,
         name: &str,
@@ -199,6 +203,7 @@ impl Tx {
         self.fetch_policy(name, lock).await
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(name = %name))]
     pub async fn policy_by_name(&mut self, name: &str) -> StoreResult<Option<PolicyRecord>> {
         self.fetch_policy(name, "").await
     }
@@ -217,6 +222,7 @@ impl Tx {
     /// A summary of the whole policy table that changes whenever any policy is created,
     /// changed or deleted: the sync task compares it between passes instead of reading
     /// every row.
+    #[tracing::instrument(level = "debug", skip_all)]
     pub async fn policy_fingerprint(&mut self) -> StoreResult<String> {
         // SUM of a BIGINT is NUMERIC/DECIMAL on PostgreSQL/MySQL, which the Any driver
         // cannot read: cast it back to a 64-bit integer in each dialect.
@@ -242,6 +248,7 @@ impl Tx {
     }
 
     /// Policies owned by one application, or every policy when `app_id` is `None`.
+    #[tracing::instrument(level = "debug", skip_all, fields(app_id = ?app_id))]
     pub async fn list_policies(&mut self, app_id: Option<&str>) -> StoreResult<Vec<PolicyRecord>> {
         let rows: Vec<PolicyRow> = match app_id {
             Some(app_id) => {

@@ -26,6 +26,7 @@ struct SessionRow {
 }
 
 impl Tx {
+    #[tracing::instrument(level = "debug", skip_all)]
     pub async fn insert_session(
         &mut self,
         id_hash: &str,
@@ -54,6 +55,7 @@ impl Tx {
     }
 
     /// The session with this token hash, if it has not expired and its user is enabled.
+    #[tracing::instrument(level = "debug", skip_all)]
     pub async fn session(&mut self, id_hash: &str) -> StoreResult<Option<SessionRecord>> {
         let row: Option<SessionRow> = sqlx::query_as(self.sql(
             "SELECT s.csrf_token, s.expires_ms, u.id, u.username, u.password_hash, u.is_admin, \
@@ -78,6 +80,7 @@ impl Tx {
         }))
     }
 
+    #[tracing::instrument(level = "debug", skip_all)]
     pub async fn delete_session(&mut self, id_hash: &str) -> StoreResult<()> {
         sqlx::query(self.sql("DELETE FROM sessions WHERE id_hash = ?"))
             .bind(id_hash)
@@ -88,6 +91,7 @@ impl Tx {
 
     /// Ends a user's sessions (all, or all but `keep`): after a password change or reset,
     /// or when the user is disabled.
+    #[tracing::instrument(level = "debug", skip_all, fields(user_id = %user_id))]
     pub async fn delete_sessions_of_user(
         &mut self,
         user_id: &str,

@@ -35,6 +35,7 @@ impl UserRecord {
 }
 
 impl Tx {
+    #[tracing::instrument(level = "debug", skip_all, fields(username = %username))]
     pub async fn insert_user(
         &mut self,
         username: &Username,
@@ -65,6 +66,7 @@ impl Tx {
         Ok(record)
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(username = %username))]
     pub async fn user_by_name(&mut self, username: &str) -> StoreResult<Option<UserRecord>> {
         Ok(sqlx::query_as(self.sql(
             "SELECT id, username, password_hash, is_admin, disabled, created_ms FROM users WHERE username = ?",
@@ -74,12 +76,14 @@ impl Tx {
         .await?)
     }
 
+    #[tracing::instrument(level = "debug", skip_all)]
     pub async fn count_users(&mut self) -> StoreResult<i64> {
         Ok(sqlx::query_scalar(self.sql("SELECT COUNT(*) FROM users"))
             .fetch_one(&mut *self.inner)
             .await?)
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(id = %id))]
     pub async fn user_by_id(&mut self, id: &str) -> StoreResult<Option<UserRecord>> {
         Ok(sqlx::query_as(self.sql(
             "SELECT id, username, password_hash, is_admin, disabled, created_ms FROM users WHERE id = ?",
@@ -90,6 +94,7 @@ impl Tx {
     }
 
     /// Every user, by name.
+    #[tracing::instrument(level = "debug", skip_all)]
     pub async fn list_users(&mut self) -> StoreResult<Vec<UserRecord>> {
         Ok(sqlx::query_as(self.sql(
             "SELECT id, username, password_hash, is_admin, disabled, created_ms FROM users ORDER BY username",
@@ -99,6 +104,7 @@ impl Tx {
     }
 
     /// How many enabled admins there are: the last one may not be demoted or disabled.
+    #[tracing::instrument(level = "debug", skip_all)]
     pub async fn count_active_admins(&mut self) -> StoreResult<i64> {
         Ok(sqlx::query_scalar(
             self.sql("SELECT COUNT(*) FROM users WHERE is_admin = 1 AND disabled = 0"),
@@ -107,6 +113,7 @@ impl Tx {
         .await?)
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(id = %id))]
     pub async fn set_user_flags(
         &mut self,
         id: &str,
@@ -125,6 +132,7 @@ impl Tx {
         Ok(())
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(id = %id))]
     pub async fn set_password_hash(&mut self, id: &str, password_hash: &str) -> StoreResult<()> {
         sqlx::query(self.sql("UPDATE users SET password_hash = ?, updated_ms = ? WHERE id = ?"))
             .bind(password_hash)
