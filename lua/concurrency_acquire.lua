@@ -1,6 +1,7 @@
 -- Concurrency limit: at most max_permits permits held at once, each lease expiring after
--- lease_ttl_ms unless released first (a crashed client's lease is reclaimed, unlike the
--- seed's in-process counter decremented in `finally`). The acquire half, atomic.
+-- lease_ttl_ms unless released first, so a client that crashes while holding permits
+-- cannot hold them for ever (an in-process counter decremented in `finally` would leak
+-- them with the process). The acquire half, atomic.
 --
 -- KEYS[1]  the policy's hash, <prefix>:{<policy name>}
 -- KEYS[2]  the leases, <prefix>:{<policy name>}:leases, a sorted set
@@ -21,8 +22,8 @@
 --   code  1 granted (the lease is held); -1 denied (nothing taken); 0 no such policy;
 --        -2 app not allowed; -3 permits above max_permits; 2 granted unenforced (policy
 --        disabled: no lease is recorded, nothing to release); -4 the policy uses another
---        algorithm: {-4, index, 0, 0, 0, version} with index 1 token_bucket,
---        2 fixed_window, 3 sliding_log, 4 sliding_window, 5 concurrency, 6 gcra (0 unknown).
+--        algorithm: {-4, index, 0, 0, 0, version} with its number in ALGORITHM_INDEX
+--        (0 unknown).
 --   remaining       permits free after this call.
 --   retry_after_ms  when denied: time until enough leases EXPIRE (an upper bound: a release
 --                   frees them sooner).

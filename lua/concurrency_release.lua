@@ -14,7 +14,7 @@
 --   code      1 released; -5 refused: no such lease held (unknown, expired, already
 --             released, or another application's lease: members are prefixed by the app);
 --             0 no such policy; -4 the policy uses another algorithm: {-4, index, 0, 0, 0,
---             version} with the index of acquire scripts' -4 reply
+--             version} with its number in ALGORITHM_INDEX (0 unknown)
 --   remaining permits free after this call (0 when the policy is gone)
 --   released  permits given back
 --   reset_after_ms  time until the last lease still held expires (0 when none is held)
@@ -30,7 +30,7 @@ if not max_permits then
   return {0, 0, 0, 0, 0, 0}
 end
 if h[3] ~= 'concurrency' then
-  -- ALGORITHM_INDEX comes from lib/acquire_gate.lua, loaded ahead of this script.
+  -- ALGORITHM_INDEX is defined ahead of this script when it is loaded.
   return {-4, ALGORITHM_INDEX[h[3] or 'token_bucket'] or 0, 0, 0, 0, version}
 end
 

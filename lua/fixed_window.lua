@@ -10,14 +10,14 @@
 -- version, algorithm (must be fixed_window), window_ms.
 -- Counter KEYS[2]: a hash {start = window start in ms, count = permits granted in it}. It is
 -- only ever written together with a PEXPIRE to the end of its window, in this script, so it
--- never lives without a TTL (the seeds' INCR-then-EXPIRE could leak one on a crash).
+-- never lives without a TTL (an INCR and then an EXPIRE from the client, two calls, would
+-- leave a counter that never expires if the client died between them).
 --
 -- Reply: {code, remaining, retry_after_ms, reset_after_ms, max_permits, version}
 --   code  1 granted; -1 denied (nothing consumed); 0 no such policy; -2 app not allowed;
 --        -3 permits above max_permits; 2 granted unenforced (policy disabled, counter
 --        untouched); -4 the policy uses another algorithm: {-4, index, 0, 0, 0, version}
---        with index 1 token_bucket, 2 fixed_window, 3 sliding_log, 4 sliding_window,
---        5 concurrency, 6 gcra (0 unknown).
+--        with its number in ALGORITHM_INDEX (0 unknown).
 --   retry_after_ms  when denied: time to the next window start; else 0.
 --   reset_after_ms  time to the next window start, 0 when nothing of this window is used.
 local key = KEYS[1]

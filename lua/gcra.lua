@@ -21,8 +21,7 @@
 --   code  1 granted; -1 denied (nothing written); 0 no such policy; -2 app not allowed;
 --        -3 permits above max_permits; 2 granted unenforced (policy disabled, tat
 --        untouched); -4 the policy uses another algorithm: {-4, index, 0, 0, 0, version}
---        with index 1 token_bucket, 2 fixed_window, 3 sliding_log, 4 sliding_window,
---        5 concurrency, 6 gcra (0 unknown).
+--        with its number in ALGORITHM_INDEX (0 unknown).
 --   remaining       permits that could be granted at once after this call.
 --   retry_after_ms  when denied: time until `permits` would be granted.
 --   reset_after_ms  time until the full burst is available again (tat reaches now).

@@ -14,7 +14,6 @@
 -- needs (rate > 0 for token_bucket and gcra, window_ms for the windowed ones, lease_ttl_ms
 -- for concurrency: the acquire scripts answer "no such policy" then too). Else
 --   {current_permits, max_permits, rate, version, updated_ms, full_in_ms, algorithm_index}
--- The first five mean what bucket_state.lua's reply means, so one parser reads both:
 --   current_permits  string ("%.17g", may be fractional): permits an acquire could take now
 --                    (an acquire of n is granted when n <= current_permits, give or take
 --                    float rounding). token_bucket: the tokens refilled to now;
@@ -40,11 +39,14 @@
 --                    until the estimate reaches 0; concurrency: until the last unexpired
 --                    lease expires (a release frees it sooner); gcra: max(0, tat - now).
 --                    Rounded up to whole ms.
---   algorithm_index  1 token_bucket, 2 fixed_window, 3 sliding_log, 4 sliding_window,
---                    5 concurrency, 6 gcra (the indexes of the acquire scripts' -4 reply);
---                    0 an algorithm this script does not know: then only max_permits,
---                    rate (as stored, "0" if none) and version mean anything, and the
---                    reply says current_permits = max_permits, updated_ms = full_in_ms = 0.
+--   algorithm_index  the algorithm's number in ALGORITHM_INDEX (as in the acquire
+--                    scripts' -4 reply); 0 an algorithm this script does not know: then
+--                    only max_permits, rate (as stored, "0" if none) and version mean
+--                    anything, and the reply says current_permits = max_permits,
+--                    updated_ms = full_in_ms = 0.
+--
+-- ALGORITHM_INDEX (algorithm name -> number) is defined ahead of this script when it is
+-- loaded (src/limiter/scripts.rs, from the Rust side's Algorithm::index).
 local key = KEYS[1]
 
 local h = redis.call('HMGET', key, 'max_permits', 'rate', 'version', 'algorithm', 'window_ms',
@@ -55,10 +57,8 @@ if not max_permits then
 end
 local version = tonumber(h[3]) or 0
 
-local ALGORITHMS = {token_bucket = 1, fixed_window = 2, sliding_log = 3, sliding_window = 4,
-  concurrency = 5, gcra = 6}
 local algorithm = h[4] or 'token_bucket'
-local index = ALGORITHMS[algorithm] or 0
+local index = ALGORITHM_INDEX[algorithm] or 0
 
 local function fmt(x)
   -- %.17g keeps every bit of a double; Redis' own conversion would round to 14 digits.
@@ -100,7 +100,7 @@ if algorithm == 'token_bucket' or algorithm == 'gcra' then
   end
 
   if algorithm == 'token_bucket' then
-    -- As bucket_state.lua and token_bucket.lua: a bucket never used is full.
+    -- As in token_bucket.lua: a bucket never used is full.
     local tokens = tonumber(h[7])
     local last = tonumber(h[8])
     if not tokens or not last then

@@ -11,8 +11,9 @@
 -- version, algorithm (must be sliding_log), window_ms.
 -- Log KEYS[2]: one member per granted permit, "<now_us>:<request id>:<i>" (i = 1..permits),
 -- score = Redis time of the grant in microseconds. Unique even for grants in the same
--- microsecond (the seed's bare timestamps collapsed into one member); a denial adds nothing
--- (the seed counted rejected attempts and locked a busy client out forever). Entries that
+-- microsecond (bare timestamps as members would collapse concurrent grants into one and
+-- under-count); a denial adds nothing (counting rejected attempts too would lock a client
+-- that keeps retrying out for ever). Entries that
 -- left the window are removed first, so the set never holds more than max_permits members,
 -- and it expires with its newest entry.
 --
@@ -20,8 +21,7 @@
 --   code  1 granted; -1 denied (nothing consumed); 0 no such policy; -2 app not allowed;
 --        -3 permits above max_permits; 2 granted unenforced (policy disabled, log
 --        untouched); -4 the policy uses another algorithm: {-4, index, 0, 0, 0, version}
---        with index 1 token_bucket, 2 fixed_window, 3 sliding_log, 4 sliding_window,
---        5 concurrency, 6 gcra (0 unknown).
+--        with its number in ALGORITHM_INDEX (0 unknown).
 --   retry_after_ms  when denied: time until enough of the oldest grants leave the window.
 --   reset_after_ms  time until the newest grant leaves the window (0 when the log is empty).
 local key = KEYS[1]

@@ -27,8 +27,7 @@
 --   code  1 granted; -1 denied (nothing consumed); 0 no such policy; -2 app not allowed;
 --        -3 permits above max_permits; 2 granted unenforced (policy disabled, counters
 --        untouched); -4 the policy uses another algorithm: {-4, index, 0, 0, 0, version}
---        with index 1 token_bucket, 2 fixed_window, 3 sliding_log, 4 sliding_window,
---        5 concurrency, 6 gcra (0 unknown).
+--        with its number in ALGORITHM_INDEX (0 unknown).
 --   remaining       floor(max_permits - estimate) after this call.
 --   retry_after_ms  when denied: time until the estimate leaves room for `permits`.
 --   reset_after_ms  time until the estimate is back to 0 (nothing used): the end of the

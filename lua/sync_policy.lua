@@ -1,7 +1,7 @@
 -- Writes one policy's configuration into its hash, never its state unless it must.
 --
 -- KEYS[1]  the policy's hash, <prefix>:{<policy name>}
--- KEYS[2..] optional: the policy's state keys, <prefix>:{<policy name>}:fw, :log, :sw,
+-- KEYS[2..] optional: the policy's state keys, <prefix>:{<policy name>}:fw, :log and
 --          :leases (any subset, any order; all of them are deleted when the state is reset)
 -- ARGV[1]  created_ms: when this incarnation of the policy was created (a policy deleted
 --          and created again under the same name is a new incarnation)
@@ -25,7 +25,8 @@
 -- algorithm changes, or when window_ms changes for a windowed algorithm. Otherwise the
 -- token bucket (curr_permits, last_mill_second) is only touched when the rate changes (the
 -- tokens earned so far are settled at the old rate first) or max_permits is lowered below
--- it (clamped). An unrelated update never refills a bucket, unlike the seed's init. Other
+-- it (clamped). An unrelated update never refills a bucket (rewriting the state on every
+-- sync would hand every client a full bucket each time the sync runs). Other
 -- algorithms keep their state across config changes (a lowered max_permits denies until
 -- enough usage has aged out; a changed lease_ttl_ms applies to new leases).
 local key = KEYS[1]
@@ -37,15 +38,14 @@ local function given(v)
   return v ~= nil and v ~= ''
 end
 
-local ALGORITHMS = {token_bucket = true, fixed_window = true, sliding_log = true,
-  sliding_window = true, concurrency = true, gcra = true}
 local WINDOWED = {fixed_window = true, sliding_log = true, sliding_window = true}
 
 local algorithm = 'token_bucket'
 if given(ARGV[7]) then
   algorithm = ARGV[7]
 end
-if not ALGORITHMS[algorithm] then
+-- ALGORITHM_INDEX (every algorithm's name) is defined ahead of this script when loaded.
+if not ALGORITHM_INDEX[algorithm] then
   return redis.error_reply('ERR unknown algorithm: ' .. algorithm)
 end
 

@@ -12,8 +12,11 @@
 --   code  1 granted; -1 denied (nothing consumed); 0 no such policy; -2 app not allowed;
 --        -3 permits above max_permits; 2 granted unenforced (policy disabled, bucket untouched);
 --        -4 the policy uses another algorithm (hash field `algorithm`, missing means
---        token_bucket): {-4, index, 0, 0, 0, version} with index 1 token_bucket,
---        2 fixed_window, 3 sliding_log, 4 sliding_window, 5 concurrency, 6 gcra (0 unknown)
+--        token_bucket): {-4, index, 0, 0, 0, version} with its number in ALGORITHM_INDEX
+--        (0 unknown)
+--
+-- ALGORITHM_INDEX (algorithm name -> number, for the -4 reply) is defined ahead of this
+-- script when it is loaded (src/limiter/scripts.rs, from the Rust side's Algorithm::index).
 local key = KEYS[1]
 local permits = tonumber(ARGV[1])
 local app = ARGV[2]
@@ -27,18 +30,17 @@ if not max_permits or not h[3] then
 end
 local version = tonumber(h[5]) or 0
 
-local ALGORITHMS = {token_bucket = 1, fixed_window = 2, sliding_log = 3, sliding_window = 4,
-  concurrency = 5, gcra = 6}
 local algorithm = h[8] or 'token_bucket'
 if algorithm ~= 'token_bucket' then
-  return {-4, ALGORITHMS[algorithm] or 0, 0, 0, 0, version}
+  return {-4, ALGORITHM_INDEX[algorithm] or 0, 0, 0, 0, version}
 end
 if not rate then
   return {0, 0, 0, 0, 0, 0}
 end
 
 -- Exact membership: slugs never contain a comma, and find() runs with plain=true, so the
--- app name is never read as a Lua pattern (the seed's `app` matched `myapp`).
+-- app name is never read as a Lua pattern (as a pattern, `app` would match `myapp`, and
+-- `my-app` would not match itself).
 if not string.find(h[3], ',' .. app .. ',', 1, true) then
   return {-2, 0, 0, 0, max_permits, version}
 end
@@ -57,7 +59,8 @@ if not tokens or not last then
   tokens = max_permits
   last = now
 elseif now > last then
-  -- Refill lazily, keeping the fraction (the seed floored it and lost time).
+  -- Refill lazily, keeping the fraction: flooring it would lose the time between whole
+  -- tokens at every call, so a slow rate polled often would refill slower than promised.
   tokens = tokens + (now - last) * rate / 1000
   last = now
 end

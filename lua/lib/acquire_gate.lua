@@ -7,15 +7,12 @@
 -- window_ms, lease_ttl_ms or rate), then the fields named in the list `extra`.
 -- Returns (reply) when the request ends here:
 --   {0, 0, 0, 0, 0, 0}                  no policy (or its parameter missing or not > 0)
---   {-4, index, 0, 0, 0, version}       the policy uses another algorithm; index 1
---                                       token_bucket, 2 fixed_window, 3 sliding_log,
---                                       4 sliding_window, 5 concurrency, 6 gcra, 0 unknown
+--   {-4, index, 0, 0, 0, version}       the policy uses another algorithm; index its
+--                                       number in ALGORITHM_INDEX, 0 unknown
 --   {-2, 0, 0, 0, max_permits, version} the app may not acquire (exact membership)
 --   {-3, 0, 0, 0, max_permits, version} permits not a whole number from 1 to max_permits
 -- else (nil, policy) with policy.max_permits, .version, .enabled (false when the policy
 -- is disabled), .param (a number) and .extra (the extra fields' values, in order).
-local ALGORITHM_INDEX = {token_bucket = 1, fixed_window = 2, sliding_log = 3,
-  sliding_window = 4, concurrency = 5, gcra = 6}
 
 local function acquire_gate(key, own, param, extra, permits, app)
   local fields = {'max_permits', 'apps', 'enabled', 'version', 'algorithm', param}

@@ -1,25 +1,80 @@
 //! The Lua scripts, compiled into the binary and run by SHA (EVALSHA, with a transparent
 //! reload after a `SCRIPT FLUSH` or a Redis restart).
+//!
+//! Redis scripts cannot load each other, so what several share is put ahead of each when
+//! it is built here: the table of algorithm numbers (made from [`Algorithm::index`], the
+//! one source of those numbers) and, for the acquire scripts beyond the token bucket, the
+//! checks of `lua/lib/acquire_gate.lua`.
 
+use std::ops::Deref;
 use std::sync::LazyLock;
 
 use redis::Script;
 
 use crate::domain::Algorithm;
 
+/// A script as Redis runs it: its whole source and its SHA.
+pub struct LuaScript {
+    source: String,
+    script: Script,
+}
+
+impl LuaScript {
+    /// `parts` joined, the first part's shebang line (`#!lua flags=...`) kept first.
+    fn build(parts: &[&str]) -> Self {
+        let mut source = String::new();
+        let mut rest: Vec<&str> = parts.to_vec();
+        if let Some(first) = rest.first_mut()
+            && first.starts_with("#!")
+        {
+            let (shebang, body) = first.split_once('\n').unwrap_or((first, ""));
+            source.push_str(shebang);
+            source.push('\n');
+            *first = body;
+        }
+        source.push_str(&algorithm_table());
+        for part in rest {
+            source.push_str(part);
+        }
+        let script = Script::new(&source);
+        Self { source, script }
+    }
+
+    /// The whole source, as sent with `EVAL` or `SCRIPT LOAD`.
+    pub fn source(&self) -> &str {
+        &self.source
+    }
+}
+
+impl Deref for LuaScript {
+    type Target = Script;
+
+    fn deref(&self) -> &Script {
+        &self.script
+    }
+}
+
+/// `local ALGORITHM_INDEX = {token_bucket = 1, ...}`: the numbers by which the scripts
+/// name an algorithm in a reply (e.g. the "wrong algorithm" reply `{-4, index, ...}`).
+fn algorithm_table() -> String {
+    let entries: Vec<String> = Algorithm::ALL
+        .iter()
+        .map(|a| format!("{} = {}", a.as_str(), a.index()))
+        .collect();
+    format!("local ALGORITHM_INDEX = {{{}}}\n", entries.join(", "))
+}
+
+const GATE: &str = include_str!("../../lua/lib/acquire_gate.lua");
+
 macro_rules! script {
     ($name:ident, $file:literal) => {
-        pub static $name: LazyLock<Script> =
-            LazyLock::new(|| Script::new(include_str!(concat!("../../lua/", $file))));
+        pub static $name: LazyLock<LuaScript> =
+            LazyLock::new(|| LuaScript::build(&[include_str!(concat!("../../lua/", $file))]));
     };
     // A script that calls the checks of `lua/lib/acquire_gate.lua`, loaded ahead of it.
     ($name:ident, $file:literal, gated) => {
-        pub static $name: LazyLock<Script> = LazyLock::new(|| {
-            Script::new(concat!(
-                include_str!("../../lua/lib/acquire_gate.lua"),
-                include_str!(concat!("../../lua/", $file))
-            ))
-        });
+        pub static $name: LazyLock<LuaScript> =
+            LazyLock::new(|| LuaScript::build(&[GATE, include_str!(concat!("../../lua/", $file))]));
     };
 }
 
@@ -35,7 +90,7 @@ script!(POLICY_STATE, "policy_state.lua");
 script!(DELETE_IF_STALE, "delete_if_stale.lua");
 
 /// The acquire script of an algorithm.
-pub fn acquire_script(algorithm: Algorithm) -> &'static Script {
+pub fn acquire_script(algorithm: Algorithm) -> &'static LuaScript {
     match algorithm {
         Algorithm::TokenBucket => &TOKEN_BUCKET,
         Algorithm::FixedWindow => &FIXED_WINDOW,
@@ -43,5 +98,21 @@ pub fn acquire_script(algorithm: Algorithm) -> &'static Script {
         Algorithm::SlidingWindow => &SLIDING_WINDOW,
         Algorithm::Concurrency => &CONCURRENCY_ACQUIRE,
         Algorithm::Gcra => &GCRA,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_script_gets_the_algorithm_numbers_and_keeps_its_flags_first() {
+        let table = algorithm_table();
+        assert!(table.contains("token_bucket = 1") && table.contains("gcra = 6"));
+        for script in [&TOKEN_BUCKET, &FIXED_WINDOW, &SYNC_POLICY, &DELETE_IF_STALE] {
+            assert!(script.source().starts_with(&table));
+        }
+        let state = POLICY_STATE.source();
+        assert!(state.starts_with("#!lua flags=no-writes\nlocal ALGORITHM_INDEX = {"));
     }
 }

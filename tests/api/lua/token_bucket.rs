@@ -6,12 +6,13 @@ use redis::aio::MultiplexedConnection;
 
 use crate::helpers::{PrivateRedis, random_suffix, redis_url};
 
+// The scripts as the server loads them (with the algorithm numbers ahead of them).
 fn bucket() -> Script {
-    Script::new(include_str!("../../../lua/token_bucket.lua"))
+    Script::new(ratekeeper::limiter::scripts::TOKEN_BUCKET.source())
 }
 
 fn sync_script() -> Script {
-    Script::new(include_str!("../../../lua/sync_policy.lua"))
+    Script::new(ratekeeper::limiter::scripts::SYNC_POLICY.source())
 }
 
 struct Bucket {

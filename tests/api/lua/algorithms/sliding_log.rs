@@ -22,10 +22,7 @@ async fn sliding_log_keeps_one_member_per_granted_permit_and_nothing_for_denials
     pipe.atomic();
     for _ in 0..3 {
         pipe.cmd("EVAL")
-            .arg(concat!(
-                include_str!("../../../../lua/lib/acquire_gate.lua"),
-                include_str!("../../../../lua/sliding_log.lua")
-            ))
+            .arg(SLIDING_LOG.source())
             .arg(2)
             .arg(&p.key)
             .arg(&log)

@@ -26,8 +26,10 @@ mod fractions;
 mod missing_and_unknown;
 mod permits;
 
-static POLICY_STATE_SRC: &str = include_str!("../../../../lua/policy_state.lua");
-static POLICY_STATE: LazyLock<Script> = LazyLock::new(|| Script::new(POLICY_STATE_SRC));
+/// policy_state.lua as the server loads it (with the algorithm numbers ahead of it).
+static POLICY_STATE_SRC: LazyLock<&str> =
+    LazyLock::new(|| ratekeeper::limiter::scripts::POLICY_STATE.source());
+static POLICY_STATE: LazyLock<Script> = LazyLock::new(|| Script::new(&POLICY_STATE_SRC));
 const GRANTED: i64 = 1;
 const DENIED: i64 = -1;
 
@@ -147,7 +149,7 @@ impl Policy {
         let reply: Vec<Value> = self
             .query(
                 redis::cmd("EVAL_RO")
-                    .arg(POLICY_STATE_SRC)
+                    .arg(*POLICY_STATE_SRC)
                     .arg(4)
                     .arg(&self.key)
                     .arg(self.state_key("fw"))
