@@ -9,7 +9,7 @@
 #   c) wrk: GET /healthz of the same server, the no-op HTTP ceiling
 #   d) wrk: a denied flood on a policy of 1 permit per second (nearly all 429)
 #   e) redis-benchmark: EVALSHA of lua/token_bucket.lua straight against Redis
-# and prints a table with the ratios of DESIGN.md section 9, also written to
+# and prints a table with the ratios of the budget in bench/README.md, also written to
 # bench/results/<timestamp>.txt. It is a benchmark, not a test: it asserts nothing about
 # time and exits non-zero only when the setup fails.
 #
@@ -659,7 +659,7 @@ REPORT=$TMP/report.txt
     row denied "d) acquire, denied flood"
     row redis "e) redis-benchmark EVALSHA"
     echo
-    echo "ratios (DESIGN.md section 9 targets; informational, nothing is asserted):"
+    echo "ratios (targets of bench/README.md; informational, nothing is asserted):"
     printf '  %-28s %6s   target >= 0.55, p99 <= 4 ms: %s / %s\n' "hot / ceiling" "$R_HOT" \
         "$(verdict "$R_HOT" ge 0.55)" "$(verdict "${P99[hot]}" le 4)"
     printf '  %-28s %6s   target >= 0.55, p99 <= 4 ms: %s / %s\n' "many / ceiling" "$R_MANY" \

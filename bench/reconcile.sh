@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Reconcile cost at scale (DESIGN.md section 9): with BENCH_POLICIES policies (default
+# Reconcile cost at scale (the budget in bench/README.md): with BENCH_POLICIES policies (default
 # 100,000) inserted straight into a SQLite store, how long a full pass and a quiet (light)
 # pass take, how many Redis writes a quiet pass makes, and Redis memory per policy.
 # A benchmark: it prints numbers and asserts nothing. Needs a release build
