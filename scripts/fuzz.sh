@@ -8,14 +8,18 @@
 # The admin API is fuzzed with an admin's personal access token; the client API
 # (/v1/acquire, /v1/release) with an application's API key, on a token-bucket policy and on a
 # concurrency policy whose leases release gives back.
-# It starts its own ratekeeper (debug build, SQLite in a temp dir, a Redis key prefix of its
-# own) on a free loopback port, and stops it at exit.
+# All of it runs twice, on SQLite (a temp dir) and on PostgreSQL (a fresh database, dropped
+# at exit), against the same debug build, each time with a ratekeeper of its own on a free
+# loopback port and a Redis key prefix of its own.
 #   scripts/fuzz.sh                  # at most RK_FUZZ_EXAMPLES (30) generated cases an operation
+#   RK_FUZZ_POSTGRES_URL=postgres://user@host:5432 scripts/fuzz.sh  # another PostgreSQL server
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 BIN="${RK_FUZZ_BIN:-target/debug/ratekeeper}"
 EXAMPLES="${RK_FUZZ_EXAMPLES:-30}"
+POSTGRES_URL="${RK_FUZZ_POSTGRES_URL:-${RK_TEST_POSTGRES_URL:-postgres://postgres@127.0.0.1:5432}}"
+POSTGRES_URL="${POSTGRES_URL%/}"
 CHECKS=not_a_server_error,status_code_conformance,content_type_conformance
 CHECKS+=,response_schema_conformance
 # The fuzz dictionaries below (real names mixed into generated requests) reach body fields
@@ -29,9 +33,10 @@ fi
 [[ -x $BIN ]] || cargo build --quiet
 
 tmp="$(mktemp -d)"
-# Names this run's Redis keys, so that concurrent runs never share them.
+# Names this run's database and Redis keys, so that concurrent runs never share them.
 run_id="$(python3 -c 'import secrets; print(secrets.token_hex(4))')"
 server_pid=""
+pg_db=""
 stop_server() {
     if [[ -n $server_pid ]]; then
         kill "$server_pid" 2>/dev/null || true
@@ -47,6 +52,10 @@ cleanup() {
             --pattern "fuzz-$run_id-*" 2>/dev/null |
             xargs -r redis-cli -u "${RATEKEEPER_REDIS_URL:-redis://127.0.0.1:6379}" DEL \
                 >/dev/null 2>&1 || true
+    fi
+    if [[ -n $pg_db ]]; then
+        psql -X -q "$POSTGRES_URL/postgres" -c "DROP DATABASE IF EXISTS $pg_db WITH (FORCE)" ||
+            echo "fuzz: could not drop database $pg_db" >&2
     fi
     rm -rf "$tmp"
 }
@@ -183,8 +192,12 @@ EOF
 failed=()
 fuzz sqlite "sqlite://$tmp/fuzz.db"
 
+pg_db="rk_fuzz_$run_id"
+psql -X -q "$POSTGRES_URL/postgres" -c "CREATE DATABASE $pg_db"
+fuzz postgres "$POSTGRES_URL/$pg_db"
+
 if ((${#failed[@]})); then
     printf 'fuzz: FAILED: %s\n' "${failed[@]}" >&2
     exit 1
 fi
-echo "fuzz: every answer as documented, no 5xx"
+echo "fuzz: every answer as documented, no 5xx (SQLite and PostgreSQL)"
