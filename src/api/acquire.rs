@@ -82,13 +82,13 @@ impl From<&Outcome> for AcquireReply {
     request_body = AcquireRequest,
     responses(
         (status = 200, description = "Granted", body = AcquireReply),
+        (status = 400, description = "Malformed request: broken JSON, or resource missing or not a policy name", body = Problem, content_type = "application/problem+json"),
+        (status = 401, description = "No or bad API key", body = Problem, content_type = "application/problem+json"),
+        (status = 403, description = "This application may not use the resource", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No such policy", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "A field of the wrong type or unknown, or permits out of range", body = Problem, content_type = "application/problem+json"),
         (status = 429, description = "Denied; Retry-After says when to retry", body = AcquireReply),
-        (status = 400, description = "Malformed request"),
-        (status = 401, description = "No or bad API key"),
-        (status = 403, description = "This application may not use the resource"),
-        (status = 404, description = "No such policy"),
-        (status = 422, description = "Invalid permits"),
-        (status = 503, description = "Redis unreachable and the policy fails closed"),
+        (status = 503, description = "Redis unreachable and the policy fails closed", body = Problem, content_type = "application/problem+json"),
     ),
     security(("api_key" = []))
 )]

@@ -36,11 +36,12 @@ pub struct ReleaseReply {
     request_body = ReleaseRequest,
     responses(
         (status = 200, description = "Released", body = ReleaseReply),
-        (status = 400, description = "Malformed request"),
-        (status = 401, description = "No or bad API key"),
-        (status = 404, description = "No such lease held by this application (expired, already released, or another's)"),
-        (status = 409, description = "The policy does not use leases"),
-        (status = 503, description = "Redis unreachable"),
+        (status = 400, description = "Malformed request: broken JSON, or resource or lease_id missing or malformed", body = Problem, content_type = "application/problem+json"),
+        (status = 401, description = "No or bad API key", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No such policy, or no such lease held by this application (expired, already released, or another's)", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "The policy does not use leases", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "A field of the wrong type or unknown", body = Problem, content_type = "application/problem+json"),
+        (status = 503, description = "Redis unreachable", body = Problem, content_type = "application/problem+json"),
     ),
     security(("api_key" = []))
 )]

@@ -11,7 +11,14 @@ type Reply = Result<HttpResponse, Problem>;
 
 #[utoipa::path(
     post, path = "/api/v1/apps", tag = "apps", request_body = AppInput,
-    responses((status = 201, body = AppView), (status = 409, body = Problem), (status = 422, body = Problem), (status = 401, description = "No or bad access token", body = Problem), (status = 403, description = "Not permitted", body = Problem)),
+    responses(
+        (status = 201, description = "Created", body = AppView),
+        (status = 400, description = "Malformed JSON body", body = Problem, content_type = "application/problem+json"),
+        (status = 401, description = "No or bad access token", body = Problem, content_type = "application/problem+json"),
+        (status = 403, description = "Not permitted", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "An application with this slug exists", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "Invalid input, each invalid field named", body = Problem, content_type = "application/problem+json"),
+    ),
     security(("access_token" = []))
 )]
 pub async fn create_app(
@@ -25,7 +32,10 @@ pub async fn create_app(
 
 #[utoipa::path(
     get, path = "/api/v1/apps", tag = "apps",
-    responses((status = 200, body = Vec<AppView>), (status = 401, description = "No or bad access token", body = Problem), (status = 403, description = "Not permitted", body = Problem)),
+    responses(
+        (status = 200, description = "The applications the caller may see", body = Vec<AppView>),
+        (status = 401, description = "No or bad access token", body = Problem, content_type = "application/problem+json"),
+    ),
     security(("access_token" = []))
 )]
 pub async fn list_apps(state: web::Data<AppState>, AdminActor(actor): AdminActor) -> Reply {
@@ -34,7 +44,12 @@ pub async fn list_apps(state: web::Data<AppState>, AdminActor(actor): AdminActor
 
 #[utoipa::path(
     get, path = "/api/v1/apps/{slug}", tag = "apps", params(("slug" = String, Path)),
-    responses((status = 200, body = AppDetail), (status = 404, body = Problem), (status = 401, description = "No or bad access token", body = Problem), (status = 403, description = "Not permitted", body = Problem)),
+    responses(
+        (status = 200, description = "The application, its members and keys", body = AppDetail),
+        (status = 401, description = "No or bad access token", body = Problem, content_type = "application/problem+json"),
+        (status = 403, description = "Not permitted", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No such application", body = Problem, content_type = "application/problem+json"),
+    ),
     security(("access_token" = []))
 )]
 pub async fn get_app(
@@ -47,7 +62,14 @@ pub async fn get_app(
 
 #[utoipa::path(
     post, path = "/api/v1/apps/{slug}/keys", tag = "keys", params(("slug" = String, Path)), request_body = KeyInput,
-    responses((status = 201, body = CreatedKey), (status = 404, body = Problem), (status = 422, body = Problem), (status = 401, description = "No or bad access token", body = Problem), (status = 403, description = "Not permitted", body = Problem)),
+    responses(
+        (status = 201, description = "Created; the only time the key is shown", body = CreatedKey),
+        (status = 400, description = "Malformed JSON body", body = Problem, content_type = "application/problem+json"),
+        (status = 401, description = "No or bad access token", body = Problem, content_type = "application/problem+json"),
+        (status = 403, description = "Not permitted", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No such application", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "Invalid input, each invalid field named", body = Problem, content_type = "application/problem+json"),
+    ),
     security(("access_token" = []))
 )]
 pub async fn create_key(
@@ -62,7 +84,12 @@ pub async fn create_key(
 
 #[utoipa::path(
     delete, path = "/api/v1/apps/{slug}/keys/{id}", tag = "keys", params(("slug" = String, Path), ("id" = String, Path)),
-    responses((status = 204), (status = 404, body = Problem), (status = 401, description = "No or bad access token", body = Problem), (status = 403, description = "Not permitted", body = Problem)),
+    responses(
+        (status = 204, description = "Revoked"),
+        (status = 401, description = "No or bad access token", body = Problem, content_type = "application/problem+json"),
+        (status = 403, description = "Not permitted", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No such application or key", body = Problem, content_type = "application/problem+json"),
+    ),
     security(("access_token" = []))
 )]
 pub async fn revoke_key(
@@ -77,7 +104,14 @@ pub async fn revoke_key(
 
 #[utoipa::path(
     put, path = "/api/v1/apps/{slug}/members/{username}", tag = "members", params(("slug" = String, Path), ("username" = String, Path)), request_body = MemberInput,
-    responses((status = 200, body = MemberView), (status = 404, body = Problem), (status = 422, body = Problem), (status = 401, description = "No or bad access token", body = Problem), (status = 403, description = "Not permitted", body = Problem)),
+    responses(
+        (status = 200, description = "The membership as it is now", body = MemberView),
+        (status = 400, description = "Malformed JSON body", body = Problem, content_type = "application/problem+json"),
+        (status = 401, description = "No or bad access token", body = Problem, content_type = "application/problem+json"),
+        (status = 403, description = "Not permitted", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No such application or user", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "Invalid input, each invalid field named", body = Problem, content_type = "application/problem+json"),
+    ),
     security(("access_token" = []))
 )]
 pub async fn set_member(
@@ -96,7 +130,12 @@ pub async fn set_member(
 
 #[utoipa::path(
     delete, path = "/api/v1/apps/{slug}/members/{username}", tag = "members", params(("slug" = String, Path), ("username" = String, Path)),
-    responses((status = 204), (status = 404, body = Problem), (status = 401, description = "No or bad access token", body = Problem), (status = 403, description = "Not permitted", body = Problem)),
+    responses(
+        (status = 204, description = "Removed"),
+        (status = 401, description = "No or bad access token", body = Problem, content_type = "application/problem+json"),
+        (status = 403, description = "Not permitted", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No such application or member", body = Problem, content_type = "application/problem+json"),
+    ),
     security(("access_token" = []))
 )]
 pub async fn remove_member(

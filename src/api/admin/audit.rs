@@ -19,7 +19,11 @@ pub struct AuditQuery {
 #[utoipa::path(
     get, path = "/api/v1/audit", tag = "audit",
     params(("app" = Option<String>, Query), ("user" = Option<String>, Query), ("policy" = Option<String>, Query), ("page" = Option<u32>, Query, description = "1-based, 50 events a page")),
-    responses((status = 200, body = Vec<AuditView>), (status = 400, body = Problem), (status = 401, description = "No or bad access token", body = Problem), (status = 403, description = "Not permitted", body = Problem)),
+    responses(
+        (status = 200, description = "Audit events, newest first", body = Vec<AuditView>),
+        (status = 400, description = "Malformed query string, or a filter no name could match", body = Problem, content_type = "application/problem+json"),
+        (status = 401, description = "No or bad access token", body = Problem, content_type = "application/problem+json"),
+    ),
     security(("access_token" = []))
 )]
 pub async fn list_audit(

@@ -23,7 +23,14 @@ fn policy_name(path: &web::Path<String>) -> String {
 
 #[utoipa::path(
     post, path = "/api/v1/policies", tag = "policies", request_body = PolicyInput,
-    responses((status = 201, body = PolicyView), (status = 409, body = Problem), (status = 422, body = Problem), (status = 401, description = "No or bad access token", body = Problem), (status = 403, description = "Not permitted", body = Problem)),
+    responses(
+        (status = 201, description = "Created", body = PolicyView),
+        (status = 400, description = "Malformed JSON body", body = Problem, content_type = "application/problem+json"),
+        (status = 401, description = "No or bad access token", body = Problem, content_type = "application/problem+json"),
+        (status = 403, description = "Not permitted", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "A policy with this name exists", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "Invalid input, each invalid field named", body = Problem, content_type = "application/problem+json"),
+    ),
     security(("access_token" = []))
 )]
 pub async fn create_policy(
@@ -37,7 +44,13 @@ pub async fn create_policy(
 
 #[utoipa::path(
     get, path = "/api/v1/policies", tag = "policies", params(("app" = Option<String>, Query, description = "an application slug")),
-    responses((status = 200, body = Vec<PolicyView>), (status = 404, body = Problem), (status = 401, description = "No or bad access token", body = Problem), (status = 403, description = "Not permitted", body = Problem)),
+    responses(
+        (status = 200, description = "The policies of the application, or of every application the caller may see", body = Vec<PolicyView>),
+        (status = 400, description = "Malformed query string", body = Problem, content_type = "application/problem+json"),
+        (status = 401, description = "No or bad access token", body = Problem, content_type = "application/problem+json"),
+        (status = 403, description = "Not permitted", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No such application", body = Problem, content_type = "application/problem+json"),
+    ),
     security(("access_token" = []))
 )]
 pub async fn list_policies(
@@ -54,7 +67,12 @@ pub async fn list_policies(
 
 #[utoipa::path(
     get, path = "/api/v1/policies/{name}", tag = "policies", params(("name" = String, Path)),
-    responses((status = 200, body = PolicyView), (status = 404, body = Problem), (status = 401, description = "No or bad access token", body = Problem), (status = 403, description = "Not permitted", body = Problem)),
+    responses(
+        (status = 200, description = "The policy", body = PolicyView),
+        (status = 401, description = "No or bad access token", body = Problem, content_type = "application/problem+json"),
+        (status = 403, description = "Not permitted", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No such policy", body = Problem, content_type = "application/problem+json"),
+    ),
     security(("access_token" = []))
 )]
 pub async fn get_policy(
@@ -72,7 +90,15 @@ pub async fn get_policy(
 
 #[utoipa::path(
     patch, path = "/api/v1/policies/{name}", tag = "policies", params(("name" = String, Path)), request_body = PolicyInput,
-    responses((status = 200, body = PolicyView), (status = 404, body = Problem), (status = 409, body = Problem), (status = 422, body = Problem), (status = 401, description = "No or bad access token", body = Problem), (status = 403, description = "Not permitted", body = Problem)),
+    responses(
+        (status = 200, description = "The policy as it is now", body = PolicyView),
+        (status = 400, description = "Malformed JSON body", body = Problem, content_type = "application/problem+json"),
+        (status = 401, description = "No or bad access token", body = Problem, content_type = "application/problem+json"),
+        (status = 403, description = "Not permitted", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No such policy", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "The version sent is not the policy's current one (see current_version)", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "Invalid input, each invalid field named", body = Problem, content_type = "application/problem+json"),
+    ),
     security(("access_token" = []))
 )]
 pub async fn update_policy(
@@ -90,7 +116,12 @@ pub async fn update_policy(
 
 #[utoipa::path(
     delete, path = "/api/v1/policies/{name}", tag = "policies", params(("name" = String, Path)),
-    responses((status = 204), (status = 404, body = Problem), (status = 401, description = "No or bad access token", body = Problem), (status = 403, description = "Not permitted", body = Problem)),
+    responses(
+        (status = 204, description = "Deleted"),
+        (status = 401, description = "No or bad access token", body = Problem, content_type = "application/problem+json"),
+        (status = 403, description = "Not permitted", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No such policy", body = Problem, content_type = "application/problem+json"),
+    ),
     security(("access_token" = []))
 )]
 pub async fn delete_policy(
@@ -107,7 +138,13 @@ pub async fn delete_policy(
 
 #[utoipa::path(
     get, path = "/api/v1/policies/{name}/state", tag = "policies", params(("name" = String, Path)),
-    responses((status = 200, body = BucketState), (status = 404, body = Problem), (status = 503, body = Problem), (status = 401, description = "No or bad access token", body = Problem), (status = 403, description = "Not permitted", body = Problem)),
+    responses(
+        (status = 200, description = "The policy's live state in Redis", body = BucketState),
+        (status = 401, description = "No or bad access token", body = Problem, content_type = "application/problem+json"),
+        (status = 403, description = "Not permitted", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No such policy, or no state in Redis yet", body = Problem, content_type = "application/problem+json"),
+        (status = 503, description = "Redis unreachable", body = Problem, content_type = "application/problem+json"),
+    ),
     security(("access_token" = []))
 )]
 pub async fn policy_state(
