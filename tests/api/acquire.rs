@@ -1,5 +1,7 @@
 //! `POST /v1/acquire` over HTTP: the reply, the headers and every error status.
 
+use std::collections::BTreeSet;
+
 use reqwest::StatusCode;
 use serde_json::json;
 
@@ -238,12 +240,98 @@ async fn a_redis_outage_fails_closed_or_open_as_the_policy_says() {
     );
 }
 
+/// Every operation the server serves under `/v1/` and `/api/v1/` (`api::routes`), with
+/// the path as the OpenAPI document spells it.
+const API_OPERATIONS: [(&str, &str); 16] = [
+    ("post", "/v1/acquire"),
+    ("post", "/v1/release"),
+    ("get", "/api/v1/apps"),
+    ("post", "/api/v1/apps"),
+    ("get", "/api/v1/apps/{slug}"),
+    ("post", "/api/v1/apps/{slug}/keys"),
+    ("delete", "/api/v1/apps/{slug}/keys/{id}"),
+    ("put", "/api/v1/apps/{slug}/members/{username}"),
+    ("delete", "/api/v1/apps/{slug}/members/{username}"),
+    ("get", "/api/v1/policies"),
+    ("post", "/api/v1/policies"),
+    ("get", "/api/v1/policies/{name}"),
+    ("patch", "/api/v1/policies/{name}"),
+    ("delete", "/api/v1/policies/{name}"),
+    ("get", "/api/v1/policies/{name}/state"),
+    ("get", "/api/v1/audit"),
+];
+
+const METHODS: [&str; 5] = ["get", "post", "put", "patch", "delete"];
+
+/// The (method, path) pairs of an OpenAPI document's `paths`.
+fn documented_operations(doc: &serde_json::Value) -> BTreeSet<(String, String)> {
+    const HTTP_METHODS: [&str; 8] = [
+        "get", "put", "post", "delete", "options", "head", "patch", "trace",
+    ];
+    let mut operations = BTreeSet::new();
+    for (path, item) in doc["paths"].as_object().expect("paths") {
+        for (method, _) in item.as_object().expect("a path item") {
+            if HTTP_METHODS.contains(&method.as_str()) {
+                operations.insert((method.clone(), path.clone()));
+            }
+        }
+    }
+    operations
+}
+
+/// Whether the server answered that no route takes `method path` (rather than a route
+/// that refused the request, e.g. for want of a credential).
+async fn no_route(app: &TestApp, method: &str, path: &str) -> bool {
+    let r = app
+        .send(
+            &method.to_uppercase(),
+            path,
+            "rk_not_a_credential",
+            (method != "get").then(|| json!({})),
+        )
+        .await;
+    let status = r.status();
+    let body: serde_json::Value = r.json().await.unwrap_or_default();
+    let no_route = status == StatusCode::NOT_FOUND
+        && body["detail"]
+            .as_str()
+            .is_some_and(|d| d.starts_with("no route for"));
+    assert!(
+        no_route || status == StatusCode::UNAUTHORIZED,
+        "{method} {path}: {status} {body}"
+    );
+    no_route
+}
+
+/// Whether the server routes `path` to the operation of `template`: a placeholder takes
+/// one segment, but `{name}` takes one or more (policy names may contain '/', so that
+/// `/api/v1/policies/a/state` is also policy `a/state`'s path).
+fn routes_to(template: &str, path: &str) -> bool {
+    fn matches(template: &[&str], path: &[&str]) -> bool {
+        match (template.split_first(), path.split_first()) {
+            (None, None) => true,
+            (Some((&"{name}", t)), Some(_)) => (1..=path.len()).any(|n| matches(t, &path[n..])),
+            (Some((t0, t)), Some((p0, p))) => {
+                (t0 == p0 || (t0.starts_with('{') && !p0.is_empty())) && matches(t, p)
+            }
+            _ => false,
+        }
+    }
+    let template: Vec<&str> = template.split('/').collect();
+    let path: Vec<&str> = path.split('/').collect();
+    matches(&template, &path)
+}
+
 #[tokio::test]
 async fn health_metrics_and_openapi_answer() {
     let app = spawn_app(Db::Sqlite).await;
     let key = app.shop_with_policy("orders.create", 0.001, 1).await;
-    app.acquire(&key, "orders.create", 1).await;
-    app.acquire(&key, "orders.create", 1).await;
+    expect_status(app.acquire(&key, "orders.create", 1).await, StatusCode::OK).await;
+    expect_status(
+        app.acquire(&key, "orders.create", 1).await,
+        StatusCode::TOO_MANY_REQUESTS,
+    )
+    .await;
 
     let r = app.client.get(app.url("/healthz")).send().await.unwrap();
     expect_status(r, StatusCode::OK).await;
@@ -283,19 +371,32 @@ async fn health_metrics_and_openapi_answer() {
         .unwrap();
     let doc = expect_status(r, StatusCode::OK).await;
     assert!(doc["openapi"].as_str().unwrap().starts_with("3.1"));
-    assert!(doc["paths"]["/v1/acquire"]["post"].is_object());
-    for (path, method) in [
-        ("/api/v1/apps", "post"),
-        ("/api/v1/apps/{slug}/keys/{id}", "delete"),
-        ("/api/v1/apps/{slug}/members/{username}", "put"),
-        ("/api/v1/policies/{name}", "patch"),
-        ("/api/v1/policies/{name}/state", "get"),
-        ("/api/v1/audit", "get"),
-    ] {
-        assert!(
-            doc["paths"][path][method].is_object(),
-            "{method} {path} documented"
-        );
+    // Every operation served is documented with its method, and nothing else is.
+    let served: BTreeSet<(String, String)> = API_OPERATIONS
+        .iter()
+        .map(|(m, p)| ((*m).to_owned(), (*p).to_owned()))
+        .collect();
+    assert_eq!(documented_operations(&doc), served);
+    // The list is what the server serves: each of its operations is routed, and no method
+    // that no listed operation takes is routed on its paths.
+    let paths: BTreeSet<&str> = API_OPERATIONS.iter().map(|(_, p)| *p).collect();
+    for path in paths {
+        let concrete = path
+            .replace("{slug}", "shop")
+            .replace("{id}", "0123456789abcdef")
+            .replace("{username}", "olga")
+            .replace("{name}", "orders.create");
+        for method in METHODS {
+            let listed = API_OPERATIONS
+                .iter()
+                .any(|(m, template)| *m == method && routes_to(template, &concrete));
+            assert_eq!(
+                !no_route(&app, method, &concrete).await,
+                listed,
+                "{method} {concrete} is served: {}",
+                listed
+            );
+        }
     }
     assert!(doc["components"]["schemas"]["PolicyInput"]["properties"]["rate"].is_object());
 
