@@ -1,6 +1,7 @@
 //! `POST /v1/acquire` over HTTP: the reply, the headers and every error status.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
 
 use reqwest::StatusCode;
 use serde_json::json;
@@ -322,6 +323,95 @@ fn routes_to(template: &str, path: &str) -> bool {
     matches(&template, &path)
 }
 
+/// One sample of a Prometheus text exposition.
+#[derive(Debug)]
+struct Sample {
+    name: String,
+    labels: BTreeMap<String, String>,
+    value: f64,
+}
+
+/// The samples of a Prometheus text exposition (format 0.0.4), comments skipped.
+fn prometheus_samples(text: &str) -> Vec<Sample> {
+    let mut samples = Vec::new();
+    for line in text.lines().map(str::trim) {
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let name_end = line.find(['{', ' ']).expect("a sample has a value");
+        let name = line[..name_end].to_owned();
+        let mut labels = BTreeMap::new();
+        let mut rest = &line[name_end..];
+        if let Some(inside) = rest.strip_prefix('{') {
+            let mut chars = inside.char_indices();
+            let mut label = String::new();
+            let close = loop {
+                let (i, c) = chars.next().expect("labels are closed");
+                match c {
+                    '}' => break i,
+                    ',' | ' ' => {}
+                    '=' => {
+                        assert_eq!(chars.next().map(|(_, c)| c), Some('"'), "{line}");
+                        let mut value = String::new();
+                        loop {
+                            match chars.next().expect("a label value is closed").1 {
+                                '"' => break,
+                                '\\' => match chars.next().unwrap().1 {
+                                    'n' => value.push('\n'),
+                                    other => value.push(other),
+                                },
+                                other => value.push(other),
+                            }
+                        }
+                        labels.insert(std::mem::take(&mut label), value);
+                    }
+                    other => label.push(other),
+                }
+            };
+            rest = &inside[close + 1..];
+        }
+        let value = rest.split_whitespace().next().expect("a value");
+        let value = match value {
+            "+Inf" => f64::INFINITY,
+            "-Inf" => f64::NEG_INFINITY,
+            v => v.parse().unwrap_or_else(|_| panic!("not a number: {line}")),
+        };
+        samples.push(Sample {
+            name,
+            labels,
+            value,
+        });
+    }
+    samples
+}
+
+/// The samples named `name`, each as its labels and value.
+fn series(samples: &[Sample], name: &str) -> Vec<(Vec<(String, String)>, f64)> {
+    samples
+        .iter()
+        .filter(|s| s.name == name)
+        .map(|s| (s.labels.clone().into_iter().collect(), s.value))
+        .collect()
+}
+
+/// The value of the sample `name` with exactly these labels.
+fn value(samples: &[Sample], name: &str, labels: &[(&str, &str)]) -> Option<f64> {
+    let wanted: BTreeMap<String, String> = labels
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect();
+    samples
+        .iter()
+        .find(|s| s.name == name && s.labels == wanted)
+        .map(|s| s.value)
+}
+
+async fn metrics(app: &TestApp) -> Vec<Sample> {
+    let r = app.client.get(app.url("/metrics")).send().await.unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    prometheus_samples(&r.text().await.unwrap())
+}
+
 #[tokio::test]
 async fn health_metrics_and_openapi_answer() {
     let app = spawn_app(Db::Sqlite).await;
@@ -342,25 +432,56 @@ async fn health_metrics_and_openapi_answer() {
         (Some("ok"), Some("ok"))
     );
 
-    let metrics = app
-        .client
-        .get(app.url("/metrics"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    assert!(
-        metrics.contains(r#"ratekeeper_decisions_total{outcome="granted",policy="orders.create"}"#)
+    // The server's own registry: exactly what this server did, nothing of other tests'.
+    // The sync task's first pass runs at start, beside the requests above: wait for it.
+    let pass_counted = eventually(Duration::from_secs(10), || async {
+        value(
+            &metrics(&app).await,
+            "ratekeeper_sync_passes_total",
+            &[("result", "ok")],
+        )
+        .is_some_and(|n| n >= 1.0)
+    })
+    .await;
+    assert!(pass_counted, "the sync task's pass is counted");
+    let samples = metrics(&app).await;
+    let decisions = |outcome: &str| {
+        value(
+            &samples,
+            "ratekeeper_decisions_total",
+            &[("outcome", outcome), ("policy", "orders.create")],
+        )
+    };
+    assert_eq!(decisions("granted"), Some(1.0));
+    assert_eq!(decisions("denied"), Some(1.0));
+    assert_eq!(
+        series(&samples, "ratekeeper_decisions_total").len(),
+        2,
+        "no other decision: {:?}",
+        series(&samples, "ratekeeper_decisions_total")
+    );
+    assert_eq!(
+        value(&samples, "ratekeeper_acquire_seconds_count", &[]),
+        Some(2.0)
+    );
+    let buckets = series(&samples, "ratekeeper_acquire_seconds_bucket");
+    assert_eq!(
+        buckets.last().map(|(labels, n)| (labels.clone(), *n)),
+        Some((vec![("le".to_owned(), "+Inf".to_owned())], 2.0))
     );
     assert!(
-        metrics.contains(r#"ratekeeper_decisions_total{outcome="denied",policy="orders.create"}"#)
+        buckets.windows(2).all(|w| w[0].1 <= w[1].1),
+        "cumulative buckets: {buckets:?}"
     );
-    assert!(metrics.contains("ratekeeper_acquire_seconds_bucket"));
-    assert!(
-        metrics.contains("ratekeeper_sync_passes_total")
-            || metrics.contains("ratekeeper_sync_drift_total")
+    // The interval is a minute and no other instance announces a change: the task has made
+    // exactly its first pass, timed beside the pass made before serving.
+    assert_eq!(
+        series(&samples, "ratekeeper_sync_passes_total"),
+        [(vec![("result".to_owned(), "ok".to_owned())], 1.0)]
+    );
+    assert_eq!(
+        value(&samples, "ratekeeper_sync_pass_seconds_count", &[]),
+        Some(2.0)
     );
 
     let r = app
