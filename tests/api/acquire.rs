@@ -1,5 +1,8 @@
 //! `POST /v1/acquire` over HTTP: the reply, the headers and every error status.
 
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
 use reqwest::StatusCode;
 use serde_json::json;
 
@@ -238,12 +241,187 @@ async fn a_redis_outage_fails_closed_or_open_as_the_policy_says() {
     );
 }
 
+/// Every operation the server serves under `/v1/` and `/api/v1/` (`api::routes`), with
+/// the path as the OpenAPI document spells it.
+const API_OPERATIONS: [(&str, &str); 16] = [
+    ("post", "/v1/acquire"),
+    ("post", "/v1/release"),
+    ("get", "/api/v1/apps"),
+    ("post", "/api/v1/apps"),
+    ("get", "/api/v1/apps/{slug}"),
+    ("post", "/api/v1/apps/{slug}/keys"),
+    ("delete", "/api/v1/apps/{slug}/keys/{id}"),
+    ("put", "/api/v1/apps/{slug}/members/{username}"),
+    ("delete", "/api/v1/apps/{slug}/members/{username}"),
+    ("get", "/api/v1/policies"),
+    ("post", "/api/v1/policies"),
+    ("get", "/api/v1/policies/{name}"),
+    ("patch", "/api/v1/policies/{name}"),
+    ("delete", "/api/v1/policies/{name}"),
+    ("get", "/api/v1/policies/{name}/state"),
+    ("get", "/api/v1/audit"),
+];
+
+const METHODS: [&str; 5] = ["get", "post", "put", "patch", "delete"];
+
+/// The (method, path) pairs of an OpenAPI document's `paths`.
+fn documented_operations(doc: &serde_json::Value) -> BTreeSet<(String, String)> {
+    const HTTP_METHODS: [&str; 8] = [
+        "get", "put", "post", "delete", "options", "head", "patch", "trace",
+    ];
+    let mut operations = BTreeSet::new();
+    for (path, item) in doc["paths"].as_object().expect("paths") {
+        for (method, _) in item.as_object().expect("a path item") {
+            if HTTP_METHODS.contains(&method.as_str()) {
+                operations.insert((method.clone(), path.clone()));
+            }
+        }
+    }
+    operations
+}
+
+/// Whether the server answered that no route takes `method path` (rather than a route
+/// that refused the request, e.g. for want of a credential).
+async fn no_route(app: &TestApp, method: &str, path: &str) -> bool {
+    let r = app
+        .send(
+            &method.to_uppercase(),
+            path,
+            "rk_not_a_credential",
+            (method != "get").then(|| json!({})),
+        )
+        .await;
+    let status = r.status();
+    let body: serde_json::Value = r.json().await.unwrap_or_default();
+    let no_route = status == StatusCode::NOT_FOUND
+        && body["detail"]
+            .as_str()
+            .is_some_and(|d| d.starts_with("no route for"));
+    assert!(
+        no_route || status == StatusCode::UNAUTHORIZED,
+        "{method} {path}: {status} {body}"
+    );
+    no_route
+}
+
+/// Whether the server routes `path` to the operation of `template`: a placeholder takes
+/// one segment, but `{name}` takes one or more (policy names may contain '/', so that
+/// `/api/v1/policies/a/state` is also policy `a/state`'s path).
+fn routes_to(template: &str, path: &str) -> bool {
+    fn matches(template: &[&str], path: &[&str]) -> bool {
+        match (template.split_first(), path.split_first()) {
+            (None, None) => true,
+            (Some((&"{name}", t)), Some(_)) => (1..=path.len()).any(|n| matches(t, &path[n..])),
+            (Some((t0, t)), Some((p0, p))) => {
+                (t0 == p0 || (t0.starts_with('{') && !p0.is_empty())) && matches(t, p)
+            }
+            _ => false,
+        }
+    }
+    let template: Vec<&str> = template.split('/').collect();
+    let path: Vec<&str> = path.split('/').collect();
+    matches(&template, &path)
+}
+
+/// One sample of a Prometheus text exposition.
+#[derive(Debug)]
+struct Sample {
+    name: String,
+    labels: BTreeMap<String, String>,
+    value: f64,
+}
+
+/// The samples of a Prometheus text exposition (format 0.0.4), comments skipped.
+fn prometheus_samples(text: &str) -> Vec<Sample> {
+    let mut samples = Vec::new();
+    for line in text.lines().map(str::trim) {
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let name_end = line.find(['{', ' ']).expect("a sample has a value");
+        let name = line[..name_end].to_owned();
+        let mut labels = BTreeMap::new();
+        let mut rest = &line[name_end..];
+        if let Some(inside) = rest.strip_prefix('{') {
+            let mut chars = inside.char_indices();
+            let mut label = String::new();
+            let close = loop {
+                let (i, c) = chars.next().expect("labels are closed");
+                match c {
+                    '}' => break i,
+                    ',' | ' ' => {}
+                    '=' => {
+                        assert_eq!(chars.next().map(|(_, c)| c), Some('"'), "{line}");
+                        let mut value = String::new();
+                        loop {
+                            match chars.next().expect("a label value is closed").1 {
+                                '"' => break,
+                                '\\' => match chars.next().unwrap().1 {
+                                    'n' => value.push('\n'),
+                                    other => value.push(other),
+                                },
+                                other => value.push(other),
+                            }
+                        }
+                        labels.insert(std::mem::take(&mut label), value);
+                    }
+                    other => label.push(other),
+                }
+            };
+            rest = &inside[close + 1..];
+        }
+        let value = rest.split_whitespace().next().expect("a value");
+        let value = match value {
+            "+Inf" => f64::INFINITY,
+            "-Inf" => f64::NEG_INFINITY,
+            v => v.parse().unwrap_or_else(|_| panic!("not a number: {line}")),
+        };
+        samples.push(Sample {
+            name,
+            labels,
+            value,
+        });
+    }
+    samples
+}
+
+/// The samples named `name`, each as its labels and value.
+fn series(samples: &[Sample], name: &str) -> Vec<(Vec<(String, String)>, f64)> {
+    samples
+        .iter()
+        .filter(|s| s.name == name)
+        .map(|s| (s.labels.clone().into_iter().collect(), s.value))
+        .collect()
+}
+
+/// The value of the sample `name` with exactly these labels.
+fn value(samples: &[Sample], name: &str, labels: &[(&str, &str)]) -> Option<f64> {
+    let wanted: BTreeMap<String, String> = labels
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect();
+    samples
+        .iter()
+        .find(|s| s.name == name && s.labels == wanted)
+        .map(|s| s.value)
+}
+
+async fn metrics(app: &TestApp) -> Vec<Sample> {
+    let r = app.client.get(app.url("/metrics")).send().await.unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    prometheus_samples(&r.text().await.unwrap())
+}
+
 #[tokio::test]
 async fn health_metrics_and_openapi_answer() {
     let app = spawn_app(Db::Sqlite).await;
     let key = app.shop_with_policy("orders.create", 0.001, 1).await;
-    app.acquire(&key, "orders.create", 1).await;
-    app.acquire(&key, "orders.create", 1).await;
+    expect_status(app.acquire(&key, "orders.create", 1).await, StatusCode::OK).await;
+    expect_status(
+        app.acquire(&key, "orders.create", 1).await,
+        StatusCode::TOO_MANY_REQUESTS,
+    )
+    .await;
 
     let r = app.client.get(app.url("/healthz")).send().await.unwrap();
     expect_status(r, StatusCode::OK).await;
@@ -254,25 +432,56 @@ async fn health_metrics_and_openapi_answer() {
         (Some("ok"), Some("ok"))
     );
 
-    let metrics = app
-        .client
-        .get(app.url("/metrics"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    assert!(
-        metrics.contains(r#"ratekeeper_decisions_total{outcome="granted",policy="orders.create"}"#)
+    // The server's own registry: exactly what this server did, nothing of other tests'.
+    // The sync task's first pass runs at start, beside the requests above: wait for it.
+    let pass_counted = eventually(Duration::from_secs(10), || async {
+        value(
+            &metrics(&app).await,
+            "ratekeeper_sync_passes_total",
+            &[("result", "ok")],
+        )
+        .is_some_and(|n| n >= 1.0)
+    })
+    .await;
+    assert!(pass_counted, "the sync task's pass is counted");
+    let samples = metrics(&app).await;
+    let decisions = |outcome: &str| {
+        value(
+            &samples,
+            "ratekeeper_decisions_total",
+            &[("outcome", outcome), ("policy", "orders.create")],
+        )
+    };
+    assert_eq!(decisions("granted"), Some(1.0));
+    assert_eq!(decisions("denied"), Some(1.0));
+    assert_eq!(
+        series(&samples, "ratekeeper_decisions_total").len(),
+        2,
+        "no other decision: {:?}",
+        series(&samples, "ratekeeper_decisions_total")
+    );
+    assert_eq!(
+        value(&samples, "ratekeeper_acquire_seconds_count", &[]),
+        Some(2.0)
+    );
+    let buckets = series(&samples, "ratekeeper_acquire_seconds_bucket");
+    assert_eq!(
+        buckets.last().map(|(labels, n)| (labels.clone(), *n)),
+        Some((vec![("le".to_owned(), "+Inf".to_owned())], 2.0))
     );
     assert!(
-        metrics.contains(r#"ratekeeper_decisions_total{outcome="denied",policy="orders.create"}"#)
+        buckets.windows(2).all(|w| w[0].1 <= w[1].1),
+        "cumulative buckets: {buckets:?}"
     );
-    assert!(metrics.contains("ratekeeper_acquire_seconds_bucket"));
-    assert!(
-        metrics.contains("ratekeeper_sync_passes_total")
-            || metrics.contains("ratekeeper_sync_drift_total")
+    // The interval is a minute and no other instance announces a change: the task has made
+    // exactly its first pass, timed beside the pass made before serving.
+    assert_eq!(
+        series(&samples, "ratekeeper_sync_passes_total"),
+        [(vec![("result".to_owned(), "ok".to_owned())], 1.0)]
+    );
+    assert_eq!(
+        value(&samples, "ratekeeper_sync_pass_seconds_count", &[]),
+        Some(2.0)
     );
 
     let r = app
@@ -283,19 +492,32 @@ async fn health_metrics_and_openapi_answer() {
         .unwrap();
     let doc = expect_status(r, StatusCode::OK).await;
     assert!(doc["openapi"].as_str().unwrap().starts_with("3.1"));
-    assert!(doc["paths"]["/v1/acquire"]["post"].is_object());
-    for (path, method) in [
-        ("/api/v1/apps", "post"),
-        ("/api/v1/apps/{slug}/keys/{id}", "delete"),
-        ("/api/v1/apps/{slug}/members/{username}", "put"),
-        ("/api/v1/policies/{name}", "patch"),
-        ("/api/v1/policies/{name}/state", "get"),
-        ("/api/v1/audit", "get"),
-    ] {
-        assert!(
-            doc["paths"][path][method].is_object(),
-            "{method} {path} documented"
-        );
+    // Every operation served is documented with its method, and nothing else is.
+    let served: BTreeSet<(String, String)> = API_OPERATIONS
+        .iter()
+        .map(|(m, p)| ((*m).to_owned(), (*p).to_owned()))
+        .collect();
+    assert_eq!(documented_operations(&doc), served);
+    // The list is what the server serves: each of its operations is routed, and no method
+    // that no listed operation takes is routed on its paths.
+    let paths: BTreeSet<&str> = API_OPERATIONS.iter().map(|(_, p)| *p).collect();
+    for path in paths {
+        let concrete = path
+            .replace("{slug}", "shop")
+            .replace("{id}", "0123456789abcdef")
+            .replace("{username}", "olga")
+            .replace("{name}", "orders.create");
+        for method in METHODS {
+            let listed = API_OPERATIONS
+                .iter()
+                .any(|(m, template)| *m == method && routes_to(template, &concrete));
+            assert_eq!(
+                !no_route(&app, method, &concrete).await,
+                listed,
+                "{method} {concrete} is served: {}",
+                listed
+            );
+        }
     }
     assert!(doc["components"]["schemas"]["PolicyInput"]["properties"]["rate"].is_object());
 

@@ -117,12 +117,30 @@ async fn after_flushall_every_policy_is_back_within_one_interval() {
     app.create_policy(json!({"name": "p2", "owner_app": "shop", "rate": 1, "max_permits": 5}))
         .await;
 
+    // A field no sync writes: a hash that still has it was never flushed and rewritten.
     let mut conn = app.redis.clone();
+    for name in ["p1", "p2"] {
+        redis::cmd("HSET")
+            .arg(app.policy_key(name))
+            .arg("test_marker")
+            .arg("before the flush")
+            .query_async::<i64>(&mut conn)
+            .await
+            .unwrap();
+    }
     redis::cmd("FLUSHALL")
         .query_async::<String>(&mut conn)
         .await
         .unwrap();
-    expect_problem(app.acquire(&key, "p1", 1).await, StatusCode::NOT_FOUND).await;
+    // The reconcile loop runs beside this request: the policy is unknown until it has
+    // passed, and known (a new bucket) after; nothing else.
+    let r = app.acquire(&key, "p1", 1).await;
+    assert!(
+        [StatusCode::NOT_FOUND, StatusCode::OK].contains(&r.status()),
+        "{} {}",
+        r.status(),
+        r.text().await.unwrap()
+    );
 
     let back = eventually(Duration::from_secs(10), || async {
         app.redis_exists(&app.policy_key("p1")).await
@@ -130,6 +148,13 @@ async fn after_flushall_every_policy_is_back_within_one_interval() {
     })
     .await;
     assert!(back, "the reconcile pass restored both policies");
+    for name in ["p1", "p2"] {
+        assert_eq!(
+            app.redis_field(&app.policy_key(name), "test_marker").await,
+            None,
+            "{name} was written anew after the flush"
+        );
+    }
     expect_status(app.acquire(&key, "p2", 1).await, StatusCode::OK).await;
 }
 
@@ -270,9 +295,20 @@ async fn keys_and_policies_made_elsewhere_arrive_with_the_next_pass() {
 async fn a_quiet_pass_reads_little_and_a_flush_or_change_forces_a_full_one() {
     let redis = PrivateRedis::start().await;
     let db = fresh_database(Db::Postgres).await;
-    let app = spawn_app_with(settings(&db, &redis.url(), "light")).await;
+    // The server's own loop passes once at start, then not for an hour: only the passes
+    // the test makes repair anything.
+    let mut s = settings(&db, &redis.url(), "light");
+    s.sync_interval_ms = 3_600_000;
+    let app = spawn_app_with(s).await;
     let key = app.shop_with_policy("p1", 1.0, 5).await;
     let instance = app.core().await;
+    let started = eventually(Duration::from_secs(10), || async {
+        app.metric(r#"ratekeeper_sync_passes_total{result="ok"}"#)
+            .await
+            .is_some()
+    })
+    .await;
+    assert!(started, "the server's loop made its first pass");
 
     let first = instance.sync.reconcile_once().await.unwrap();
     assert!(first.full, "nothing seen yet");
@@ -303,6 +339,8 @@ async fn a_quiet_pass_reads_little_and_a_flush_or_change_forces_a_full_one() {
         .query_async::<String>(&mut conn)
         .await
         .unwrap();
+    // Until a pass runs, a flushed policy is unknown.
+    expect_problem(app.acquire(&key, "p2", 1).await, StatusCode::NOT_FOUND).await;
     let after_flush = instance.sync.reconcile_once().await.unwrap();
     assert!(after_flush.full);
     assert_eq!(after_flush.rewritten, 2);

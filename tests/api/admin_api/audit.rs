@@ -1,9 +1,11 @@
-//! The audit log: one event per change, filters, pages, and who sees which events.
+//! The audit log: one event per change, written in the change's own transaction; filters,
+//! pages, and who sees which events.
 
 use reqwest::StatusCode;
+use secrecy::ExposeSecret;
 use serde_json::{Value, json};
 
-use super::{delete, minimal_policy, new_key, newest_event, patch, put};
+use super::{delete, minimal_policy, new_key, newest_event, observe, patch, put};
 use crate::helpers::*;
 use crate::on_every_backend;
 
@@ -283,3 +285,212 @@ async fn a_bad_audit_page_is_400(db: Db) {
     }
 }
 on_every_backend!(bad_audit_page, a_bad_audit_page_is_400);
+
+/// Makes every insert into `audit_events` fail, with a trigger of the backend's own kind:
+/// the SQL connection that installed it, to take it away again.
+async fn refuse_audit_events(app: &TestApp, db: Db) -> sqlx::AnyConnection {
+    use sqlx::Connection;
+    let url = app.settings.database_url.expose_secret();
+    let mut sql = sqlx::AnyConnection::connect(url).await.unwrap();
+    let statements: &[&str] = match db {
+        Db::Sqlite => &["CREATE TRIGGER refuse_audit BEFORE INSERT ON audit_events \
+             BEGIN SELECT RAISE(ABORT, 'audit refused'); END"],
+        Db::Postgres => &[
+            "CREATE FUNCTION refuse_audit() RETURNS trigger LANGUAGE plpgsql AS \
+             $$ BEGIN RAISE EXCEPTION 'audit refused'; END $$",
+            "CREATE TRIGGER refuse_audit BEFORE INSERT ON audit_events \
+             FOR EACH ROW EXECUTE FUNCTION refuse_audit()",
+        ],
+        Db::MySql => &["CREATE TRIGGER refuse_audit BEFORE INSERT ON audit_events \
+             FOR EACH ROW SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'audit refused'"],
+    };
+    for statement in statements {
+        sqlx::raw_sql(sqlx::AssertSqlSafe(*statement))
+            .execute(&mut sql)
+            .await
+            .expect("the trigger is installed");
+    }
+    sql
+}
+
+async fn allow_audit_events(sql: &mut sqlx::AnyConnection, db: Db) {
+    let statement = match db {
+        Db::Postgres => "DROP TRIGGER refuse_audit ON audit_events",
+        Db::Sqlite | Db::MySql => "DROP TRIGGER refuse_audit",
+    };
+    sqlx::raw_sql(sqlx::AssertSqlSafe(statement))
+        .execute(sql)
+        .await
+        .unwrap();
+}
+
+/// The number of rows of each table a change of the admin API writes to.
+async fn row_counts(sql: &mut sqlx::AnyConnection) -> Vec<(&'static str, i64)> {
+    let mut counts = Vec::new();
+    for table in [
+        "apps",
+        "memberships",
+        "api_keys",
+        "policies",
+        "audit_events",
+    ] {
+        let query = format!("SELECT COUNT(*) FROM {table}");
+        let (n,): (i64,) = sqlx::query_as(sqlx::AssertSqlSafe(query))
+            .fetch_one(&mut *sql)
+            .await
+            .unwrap();
+        counts.push((table, n));
+    }
+    counts
+}
+
+/// Everything of a policy in Redis: its hash, field by field.
+async fn redis_hash(app: &TestApp, key: &str) -> std::collections::BTreeMap<String, String> {
+    let mut conn = app.redis.clone();
+    redis::cmd("HGETALL")
+        .arg(key)
+        .query_async(&mut conn)
+        .await
+        .unwrap()
+}
+
+/// A change and its audit event are one transaction: when the event cannot be written,
+/// the change is answered with a 5xx and nothing of it is left, in SQL or in Redis. Once
+/// events can be written again, the same changes go through (nothing half-written, such
+/// as a slug or name already taken, stands in their way).
+async fn a_change_whose_audit_event_fails_leaves_nothing(db: Db) {
+    let app = spawn_app(db).await;
+    app.create_app("shop").await;
+    app.create_user("olga", None).await;
+    let (key_id, key) = new_key(&app, "shop", &app.admin_token).await;
+    app.create_policy(minimal_policy("kept", "shop")).await;
+    let admin = app.admin_token.clone();
+    let views = ["/api/v1/apps", "/api/v1/apps/shop", "/api/v1/policies"];
+    let before = observe(&app, &views).await;
+    let kept_in_redis = redis_hash(&app, &app.policy_key("kept")).await;
+    assert!(!kept_in_redis.is_empty());
+
+    let mut sql = refuse_audit_events(&app, db).await;
+    let rows = row_counts(&mut sql).await;
+    let keys_path = "/api/v1/apps/shop/keys";
+    let revoke_path = format!("{keys_path}/{key_id}");
+    let changes = [
+        (
+            "create a policy",
+            app.post(
+                "/api/v1/policies",
+                &admin,
+                minimal_policy("orders.create", "shop"),
+            )
+            .await,
+        ),
+        (
+            "create an app",
+            app.post(
+                "/api/v1/apps",
+                &admin,
+                json!({"slug": "blog", "name": "Blog"}),
+            )
+            .await,
+        ),
+        (
+            "create a key",
+            app.post(keys_path, &admin, json!({"label": "refused"}))
+                .await,
+        ),
+        (
+            "add a member",
+            put(
+                &app,
+                "/api/v1/apps/shop/members/olga",
+                &admin,
+                json!({"role": "owner"}),
+            )
+            .await,
+        ),
+        (
+            "change a policy",
+            patch(
+                &app,
+                "/api/v1/policies/kept",
+                &admin,
+                json!({"max_permits": 7}),
+            )
+            .await,
+        ),
+        (
+            "delete a policy",
+            delete(&app, "/api/v1/policies/kept", &admin).await,
+        ),
+        ("revoke a key", delete(&app, &revoke_path, &admin).await),
+    ];
+    for (what, response) in changes {
+        let status = response.status();
+        let body = response.text().await.unwrap();
+        assert!(status.is_server_error(), "{what}: {status} {body}");
+    }
+
+    assert_eq!(
+        row_counts(&mut sql).await,
+        rows,
+        "no row written or removed"
+    );
+    assert_eq!(
+        observe(&app, &views).await,
+        before,
+        "the admin sees no change"
+    );
+    assert!(!app.redis_exists(&app.policy_key("orders.create")).await);
+    assert_eq!(
+        redis_hash(&app, &app.policy_key("kept")).await,
+        kept_in_redis,
+        "the kept policy is neither changed nor deleted in Redis"
+    );
+    // The instance's own memory agrees: the unknown policy is unknown, the key still works.
+    expect_problem(
+        app.acquire(&key, "orders.create", 1).await,
+        StatusCode::NOT_FOUND,
+    )
+    .await;
+    expect_status(app.acquire(&key, "kept", 1).await, StatusCode::OK).await;
+
+    allow_audit_events(&mut sql, db).await;
+    app.create_policy(minimal_policy("orders.create", "shop"))
+        .await;
+    app.create_app("blog").await;
+    expect_status(
+        app.post(keys_path, &admin, json!({"label": "ok"})).await,
+        StatusCode::CREATED,
+    )
+    .await;
+    let r = put(
+        &app,
+        "/api/v1/apps/shop/members/olga",
+        &admin,
+        json!({"role": "owner"}),
+    )
+    .await;
+    expect_status(r, StatusCode::OK).await;
+    let r = patch(
+        &app,
+        "/api/v1/policies/kept",
+        &admin,
+        json!({"max_permits": 7}),
+    )
+    .await;
+    assert_eq!(expect_status(r, StatusCode::OK).await["version"], 2);
+    let r = delete(&app, &revoke_path, &admin).await;
+    expect_status(r, StatusCode::NO_CONTENT).await;
+    let r = delete(&app, "/api/v1/policies/kept", &admin).await;
+    expect_status(r, StatusCode::NO_CONTENT).await;
+    let written = row_counts(&mut sql).await;
+    assert_eq!(
+        written.last(),
+        Some(&("audit_events", rows.last().unwrap().1 + 7)),
+        "one event for each of the seven changes"
+    );
+}
+on_every_backend!(
+    audit_in_the_same_transaction,
+    a_change_whose_audit_event_fails_leaves_nothing
+);

@@ -1,6 +1,6 @@
 //! Concurrency leases: given back with `POST /v1/release`, expiring, and refused releases.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use ratekeeper::domain::{Algorithm, AppSlug, MaxPermits, Millis, PolicyName};
 use ratekeeper::limiter::{LeaseId, PolicyConfig, ReleaseOutcome};
@@ -162,29 +162,78 @@ async fn a_lease_of_many_permits_is_given_back_whole() {
     assert!(!app.redis_exists(&state_key(&app, "jobs", "leases")).await);
 }
 
+/// Redis' clock, in µs.
+async fn redis_us(app: &TestApp) -> i64 {
+    let mut conn = app.redis.clone();
+    let (s, us): (i64, i64) = redis::cmd("TIME").query_async(&mut conn).await.unwrap();
+    s * 1_000_000 + us
+}
+
+/// Makes every lease of `jobs` expire a moment ago on Redis' clock, as if its lifetime had
+/// gone by.
+async fn lifetimes_over(app: &TestApp) {
+    let leases = state_key(app, "jobs", "leases");
+    let mut conn = app.redis.clone();
+    let members: Vec<String> = redis::cmd("ZRANGE")
+        .arg(&leases)
+        .arg(0)
+        .arg(-1)
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    let past_ms = redis_us(app).await / 1000 - 1;
+    for member in members {
+        redis::cmd("ZADD")
+            .arg(&leases)
+            .arg("XX")
+            .arg(past_ms)
+            .arg(member)
+            .query_async::<i64>(&mut conn)
+            .await
+            .unwrap();
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lease_not_released_expires_by_itself() {
+    // Leases of an hour, whose lifetime the test ends on Redis' clock: whether a lease is
+    // held or expired never depends on how fast the machine runs.
     let app = spawn_app(Db::Sqlite).await;
-    const TTL_MS: u64 = 300;
-    let key = jobs(&app, 1, TTL_MS as i64).await;
+    const TTL_MS: i64 = 3_600_000;
+    let key = jobs(&app, 1, TTL_MS).await;
 
-    let started = Instant::now();
     let lease = granted_lease(&app, &key, 1).await;
-    let r = app.acquire(&key, "jobs", 1).await;
-    if r.status() == StatusCode::TOO_MANY_REQUESTS {
-        let body = expect_status(r, StatusCode::TOO_MANY_REQUESTS).await;
-        let retry = body["retry_after_ms"].as_i64().unwrap();
-        assert!(
-            (1..=TTL_MS as i64).contains(&retry),
-            "free when the lease expires: {body}"
-        );
-    } else {
-        // A slow machine: the lease had expired already.
-        assert!(started.elapsed() >= Duration::from_millis(TTL_MS));
-        expect_status(r, StatusCode::OK).await;
-    }
+    let body = denied(&app, &key).await;
+    let retry = body["retry_after_ms"].as_i64().unwrap();
+    assert!(
+        (1..=TTL_MS).contains(&retry),
+        "free when the lease expires: {body}"
+    );
 
-    // Nobody gives it back: it expires, and the permit is free again.
+    // Nobody gives it back: once its lifetime is over, the permit is free again.
+    lifetimes_over(&app).await;
+    let again = granted_lease(&app, &key, 1).await;
+    // Expired is not held: there is nothing to give back.
+    expect_not_held(release(&app, &key, "jobs", &lease).await).await;
+    // The new lease is held, and the expired one no longer counts.
+    denied(&app, &key).await;
+    let r = release(&app, &key, "jobs", &again).await;
+    assert_eq!(
+        expect_status(r, StatusCode::OK).await,
+        json!({"released": true, "permits": 1, "remaining": 1})
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unreleased_lease_and_its_set_go_by_themselves_in_real_time() {
+    // Leases of 300 ms, waited for: nothing here depends on when they expire, only on
+    // what Redis' clock says when the permit comes back.
+    let app = spawn_app(Db::Sqlite).await;
+    const TTL_MS: i64 = 300;
+    let key = jobs(&app, 1, TTL_MS).await;
+    let before_taking_us = redis_us(&app).await;
+    let lease = granted_lease(&app, &key, 1).await;
+
     let granted_again = eventually(Duration::from_secs(10), || {
         let (app, key) = (&app, &key);
         async move { app.acquire(key, "jobs", 1).await.status() == StatusCode::OK }
@@ -192,11 +241,9 @@ async fn a_lease_not_released_expires_by_itself() {
     .await;
     assert!(granted_again, "the expired lease's permit is free again");
     assert!(
-        started.elapsed() >= Duration::from_millis(TTL_MS),
-        "not before the lease's lifetime: {:?}",
-        started.elapsed()
+        redis_us(&app).await >= before_taking_us + TTL_MS * 1000,
+        "not before the lease's lifetime, on Redis' clock"
     );
-    // Expired is not held: there is nothing to give back.
     expect_not_held(release(&app, &key, "jobs", &lease).await).await;
 
     // An idle policy leaves no lease set behind once its last lease expires.

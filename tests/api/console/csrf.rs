@@ -1,4 +1,5 @@
-//! CSRF tokens: the login form's, signing out, and an owner's forms without the right one.
+//! CSRF tokens: the login form's, signing out, an owner's forms, and every console form
+//! posted without the session's own token (none, or another session's).
 
 use reqwest::StatusCode;
 
@@ -74,6 +75,138 @@ async fn an_owners_form_without_the_right_csrf_token_changes_nothing() {
             let page = olga.post_with_csrf(&path, &fields, csrf).await;
             let what = format!("{path} with csrf {csrf:?}");
             refused_without_trace(&app, &before, &what, page, StatusCode::FORBIDDEN).await;
+        }
+    }
+}
+
+/// One console form as a forged POST would send it: where, what, and what the console
+/// answers when the right token comes with it.
+struct Form {
+    path: String,
+    fields: Vec<(&'static str, &'static str)>,
+    /// Where the console sends the browser after the change, or None for a page of its own.
+    done: Option<String>,
+}
+
+fn form(path: &str, fields: &[(&'static str, &'static str)], done: Option<&str>) -> Form {
+    Form {
+        path: path.to_owned(),
+        fields: fields.to_vec(),
+        done: done.map(str::to_owned),
+    }
+}
+
+/// Every POST route of the console (`console::routes`) but the sign-in form, with fields
+/// an admin may send; logging out comes last, since it ends the session.
+fn every_console_form(key_id: &str) -> Vec<Form> {
+    let mut edit = super::policy_fields("orders.create", "99");
+    edit.push(("version", "1"));
+    vec![
+        form(
+            "/apps",
+            &[("slug", "forged-app"), ("name", "Forged")],
+            Some("/apps/forged-app?done=app-created"),
+        ),
+        form(
+            "/apps/shop/members",
+            &[("username", "ulla"), ("role", "owner")],
+            None,
+        ),
+        form("/apps/shop/members/vic/remove", &[], None),
+        form("/apps/shop/keys", &[("label", "forged")], None),
+        form(&format!("/apps/shop/keys/{key_id}/revoke"), &[], None),
+        form(
+            "/apps/shop/policies",
+            &super::policy_fields("forged.one", "5"),
+            None,
+        ),
+        form("/policies/orders.create/edit", &edit, None),
+        form(
+            "/policies/orders.create/delete",
+            &[],
+            Some("/apps/shop?done=policy-deleted"),
+        ),
+        form(
+            "/users",
+            &[("username", "nina"), ("password", "ninas first password")],
+            Some("/users?done=user-created"),
+        ),
+        form(
+            "/users/vic",
+            &[("role", "admin")],
+            Some("/users?done=user-updated"),
+        ),
+        form(
+            "/users/otto/password",
+            &[("password", "set by the admin")],
+            Some("/users?done=password-reset"),
+        ),
+        form(
+            "/account/password",
+            &[
+                ("current_password", PASSWORD),
+                ("new_password", "a brand new password"),
+                ("confirm_password", "a brand new password"),
+            ],
+            Some("/account?done=password-changed"),
+        ),
+        form("/logout", &[], Some("/login")),
+    ]
+}
+
+/// Each console form, posted by a signed-in admin without a `csrf` field and with another
+/// session's token, is refused with 403 and changes nothing: not what it would change (the
+/// applications, members, keys, policies, users and passwords, or the session itself for
+/// signing out), and no audit event. Then the same form with the session's own token does
+/// change something, so the refusals were the token's doing, not a form that could not
+/// have worked.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_console_form_needs_the_sessions_own_csrf_token() {
+    let app = spawn_app(Db::Sqlite).await;
+    let key_id = shop_and_people(&app).await;
+    let mut admin = app.sign_in_as_admin().await;
+    let own_token = admin.session_csrf().await;
+    // A real token, but of another session (olga's).
+    let foreign_token = app.sign_in("olga").await.session_csrf().await;
+    assert_ne!(own_token, foreign_token);
+
+    let forms = every_console_form(&key_id);
+    assert_eq!(forms.len(), 13, "every POST route but /login");
+    for Form { path, fields, done } in forms {
+        let before = snapshot(&app).await;
+        for (csrf, what) in [
+            (None, "no csrf field"),
+            (Some(&foreign_token), "a foreign token"),
+        ] {
+            let page = admin
+                .post_with_csrf(&path, &fields, csrf.map(String::as_str))
+                .await;
+            let what = format!("POST {path} with {what}");
+            refused_without_trace(&app, &before, &what, page, StatusCode::FORBIDDEN).await;
+            assert!(admin.is_signed_in().await, "{what}: the session survives");
+        }
+
+        let page = admin.post_with_csrf(&path, &fields, Some(&own_token)).await;
+        match &done {
+            Some(location) => page.assert_redirect(location),
+            None => assert!(
+                page.status.is_success() || page.status.is_redirection(),
+                "POST {path} with the session's token: {} {}",
+                page.status,
+                page.body
+            ),
+        }
+        if path == "/logout" {
+            assert!(
+                !admin.is_signed_in().await,
+                "signed out with the right token"
+            );
+        } else {
+            assert_ne!(
+                snapshot(&app).await,
+                before,
+                "POST {path} with the session's token changes something"
+            );
         }
     }
 }

@@ -224,6 +224,23 @@ impl TestApp {
             == 1
     }
 
+    /// The value of one sample of the server's metrics, named with its labels as the
+    /// Prometheus text writes it (`name{label="value"}`).
+    pub async fn metric(&self, sample: &str) -> Option<f64> {
+        let text = self
+            .client
+            .get(self.url("/metrics"))
+            .send()
+            .await
+            .expect("request sent")
+            .text()
+            .await
+            .unwrap();
+        text.lines()
+            .find_map(|line| line.strip_prefix(sample)?.strip_prefix(' '))
+            .map(|value| value.trim().parse().expect("a number"))
+    }
+
     /// Audit events as the admin sees them, newest first.
     pub async fn audit(&self, query: &str) -> Vec<Value> {
         let r = self

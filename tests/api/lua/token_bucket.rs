@@ -174,18 +174,23 @@ async fn membership_is_exact_not_a_pattern() {
 
 #[tokio::test]
 async fn a_denial_consumes_nothing_and_says_when_to_retry() {
-    // 2 per second, capacity 10.
-    let b = Bucket::new(10, 2.0, ",shop,").await;
+    // 2 per 1000 s, capacity 10: time passes by `age` alone (real time would need 500 s
+    // to bring a permit).
+    let b = Bucket::new(10, 0.002, ",shop,").await;
     assert_eq!(b.acquire(10, "shop").await[0], GRANTED);
     let before = b.field("curr_permits").await;
     let reply = b.acquire(1, "shop").await;
     assert_eq!(reply[0], DENIED);
     assert_eq!(reply[1], 0, "nothing remains");
-    // One permit at 2/s takes 500 ms, less the time since the grant; the full bucket
-    // needs 9 permits (4,500 ms) more than that, whatever time passed (±1 for rounding).
-    assert!((1..=500).contains(&reply[2]), "retry_after_ms {}", reply[2]);
+    // One permit takes 500,000 ms, less the time since the grant; the full bucket needs 9
+    // permits (4,500,000 ms) more than that, whatever time passed (±1 for rounding).
     assert!(
-        (4499..=4501).contains(&(reply[3] - reply[2])),
+        (1..=500_000).contains(&reply[2]),
+        "retry_after_ms {}",
+        reply[2]
+    );
+    assert!(
+        (4_499_999..=4_500_001).contains(&(reply[3] - reply[2])),
         "reset_after_ms {} vs retry_after_ms {}",
         reply[3],
         reply[2]
@@ -199,7 +204,7 @@ async fn a_denial_consumes_nothing_and_says_when_to_retry() {
     for _ in 0..20 {
         assert_eq!(b.acquire(1, "shop").await[0], DENIED);
     }
-    b.age(500.0).await;
+    b.age(500_000.0).await;
     assert_eq!(
         b.acquire(1, "shop").await[0],
         GRANTED,
@@ -209,13 +214,14 @@ async fn a_denial_consumes_nothing_and_says_when_to_retry() {
 
 #[tokio::test]
 async fn fractional_rates_refill_slowly_but_surely() {
-    // 0.5 per second: one permit every two seconds.
-    let b = Bucket::new(1, 0.5, ",shop,").await;
+    // 0.5 per 1000 s: one permit every 2,000 s, of which the test ages the bucket by
+    // halves (real time would need 1,000 s to add the other half).
+    let b = Bucket::new(1, 0.0005, ",shop,").await;
     assert_eq!(b.acquire(1, "shop").await[0], GRANTED);
     let denied = b.acquire(1, "shop").await;
     assert_eq!(denied[0], DENIED);
     assert!(
-        (1..=2000).contains(&denied[2]),
+        (1..=2_000_000).contains(&denied[2]),
         "retry_after_ms {}",
         denied[2]
     );
@@ -223,17 +229,17 @@ async fn fractional_rates_refill_slowly_but_surely() {
         (denied[3] - denied[2]).abs() <= 1,
         "one permit is the whole bucket: retry and reset agree"
     );
-    b.age(1000.0).await;
+    b.age(1_000_000.0).await;
     assert_eq!(
         b.acquire(1, "shop").await[0],
         DENIED,
         "half a permit is not one"
     );
-    b.age(1000.0).await;
+    b.age(1_000_000.0).await;
     assert_eq!(
         b.acquire(1, "shop").await[0],
         GRANTED,
-        "two seconds make one permit"
+        "2,000 s make one permit"
     );
 }
 

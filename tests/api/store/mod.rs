@@ -24,13 +24,18 @@ mod users;
 /// A store on a new, empty database of the backend, migrated twice (the second run must
 /// find nothing to do).
 async fn fresh_store(db: Db) -> Store {
+    fresh_store_at(db).await.0
+}
+
+/// `fresh_store`, and its database's URL (for a connection of the test's own beside it).
+async fn fresh_store_at(db: Db) -> (Store, String) {
     let url = fresh_database(db).await;
-    let store = Store::connect(&SecretString::from(url))
+    let store = Store::connect(&SecretString::from(url.clone()))
         .await
         .expect("the store connects");
     store.migrate().await.expect("the migrations run");
     store.migrate().await.expect("migrating again is a no-op");
-    store
+    (store, url)
 }
 
 async fn add_user(tx: &mut Tx, name: &str) -> UserRecord {

@@ -2,7 +2,9 @@
 
 use ratekeeper::domain::{MemberRole, Username};
 
-use super::{add_app, add_user, entry, filter, fresh_store, spec};
+use std::time::{Duration, Instant};
+
+use super::{add_app, add_user, entry, filter, fresh_store, fresh_store_at, spec};
 use crate::helpers::*;
 use crate::on_every_backend;
 
@@ -69,27 +71,64 @@ on_every_backend!(
     a_transaction_dropped_without_commit_leaves_nothing
 );
 
+/// How many connections to this database wait for a row lock now, as the server itself
+/// reports it (never on SQLite, which has no such view: its writers wait for the one
+/// write lock inside SQLite, unseen from outside).
+async fn lock_waits(observer: &mut sqlx::AnyConnection, db: Db) -> i64 {
+    let query = match db {
+        Db::Postgres => {
+            "SELECT COUNT(*) FROM pg_stat_activity \
+             WHERE datname = current_database() AND wait_event_type = 'Lock'"
+        }
+        Db::MySql => {
+            "SELECT COUNT(*) FROM information_schema.innodb_trx t \
+             JOIN information_schema.processlist p ON p.id = t.trx_mysql_thread_id \
+             WHERE t.trx_state = 'LOCK WAIT' AND p.db = DATABASE()"
+        }
+        Db::Sqlite => unreachable!("SQLite shows no lock waits"),
+    };
+    sqlx::query_scalar(sqlx::AssertSqlSafe(query))
+        .fetch_one(observer)
+        .await
+        .unwrap()
+}
+
 /// A transaction that has read may still write after another one committed meanwhile.
+///
+/// On PostgreSQL and MariaDB the second transaction runs whole, begun and committed,
+/// while the first is open between its read and its write: the overlap is certain, since
+/// the first waits for the second to finish. On SQLite the first holds the write lock from
+/// its start (BEGIN IMMEDIATE), so the second cannot run inside it: there the test asserts
+/// what holds however the two are scheduled, that the second waits its turn and writes
+/// after the first's commit (it sees the first's row), without a "database is locked".
 async fn interleaved_transactions_both_write(db: Db) {
     let store = fresh_store(db).await;
     let mut first = store.begin().await.unwrap();
     assert_eq!(first.count_users().await.unwrap(), 0);
 
-    // A second transaction starts while the first is open (on SQLite it waits for the
-    // first's write lock; elsewhere it runs beside it).
     let other = store.clone();
-    let second = tokio::spawn(async move {
+    let mut second = Some(tokio::spawn(async move {
         let mut second = other.begin().await.unwrap();
+        let seen = second.count_users().await.unwrap();
         add_user(&mut second, "bob").await;
         second.commit().await.unwrap();
-    });
+        seen
+    }));
+    if db != Db::Sqlite {
+        let seen = second.take().unwrap().await;
+        let seen = seen.expect("the second transaction commits");
+        assert_eq!(seen, 0, "the second ran inside the first, before its write");
+    }
 
     first
         .insert_user(&Username::parse("ann").unwrap(), "x", false)
         .await
         .expect("the first transaction writes");
     first.commit().await.unwrap();
-    second.await.expect("the second transaction commits too");
+    if let Some(second) = second {
+        let seen = second.await.expect("the second transaction commits too");
+        assert_eq!(seen, 1, "the second waited for the first's commit");
+    }
     let mut tx = store.begin().await.unwrap();
     assert_eq!(tx.count_users().await.unwrap(), 2);
 }
@@ -97,8 +136,13 @@ async fn interleaved_transactions_both_write(db: Db) {
 /// A change reads its policy locked: a second change of the same policy waits for the
 /// first to commit and then starts from the version the first made, so no change is lost
 /// and no version check fails for a client that sent none.
+///
+/// On PostgreSQL and MariaDB the first commits only once the server shows the second
+/// waiting for the row lock, so the two certainly overlap. SQLite shows no lock waits; there
+/// the test asserts what holds however the two are scheduled: the second starts from the
+/// first's version.
 async fn a_locked_read_waits_for_the_change_before_it(db: Db) {
-    let store = fresh_store(db).await;
+    let (store, url) = fresh_store_at(db).await;
     let mut tx = store.begin().await.unwrap();
     let shop = add_app(&mut tx, "shop").await;
     tx.insert_policy(&shop.id, &spec("orders", "shop", 1.0, 5, &["shop"]))
@@ -129,6 +173,24 @@ async fn a_locked_read_waits_for_the_change_before_it(db: Db) {
         second.commit().await.unwrap();
         (current.version, done)
     });
+
+    if db != Db::Sqlite {
+        let mut observer = <sqlx::AnyConnection as sqlx::Connection>::connect(&url)
+            .await
+            .unwrap();
+        // Polled until the server reports it, for at most 10 s. Not more often than every
+        // 250 ms: InnoDB refreshes what information_schema.innodb_trx shows only once it
+        // has not been read for 100 ms, so faster polling would keep reading a stale view.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while lock_waits(&mut observer, db).await != 1 {
+            assert!(
+                Instant::now() < deadline,
+                "the second change never waited for the first's lock"
+            );
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
+        assert!(!second.is_finished(), "and has not got past it");
+    }
 
     let won = first
         .update_policy(&seen, &spec("orders", "shop", 2.0, 5, &["shop"]))

@@ -92,6 +92,15 @@ type Snapshot = (
     Vec<Vec<String>>,
 );
 
+/// A reply and the Redis time (µs) read just before and just after its script ran, in the
+/// same MULTI/EXEC: the script's own clock read lies between the two.
+#[derive(Debug, Clone)]
+struct Timed {
+    before_us: i64,
+    reply: Reply,
+    after_us: i64,
+}
+
 #[derive(Clone)]
 struct Policy {
     conn: MultiplexedConnection,
@@ -111,6 +120,10 @@ impl Policy {
             algo: config.algo,
         };
         assert_eq!(p.sync(&config).await.unwrap(), 1);
+        let mut conn = p.conn.clone();
+        for algo in Algo::ALL {
+            algo.script().load_async(&mut conn).await.unwrap();
+        }
         p
     }
 
@@ -179,6 +192,55 @@ impl Policy {
             inv.arg(id);
         }
         inv.invoke_async(&mut conn).await.unwrap()
+    }
+
+    /// The EVALSHA of `algo`'s acquire script on this policy, to run inside a MULTI/EXEC
+    /// (`new` loaded the scripts: a transaction cannot load one on a NOSCRIPT, and no test
+    /// flushes the script cache of the shared Redis).
+    fn acquire_cmd(&self, algo: Algo, permits: i64, app: &str, id: &str) -> redis::Cmd {
+        let mut cmd = redis::cmd("EVALSHA");
+        cmd.arg(algo.script().get_hash());
+        match algo.state_suffix() {
+            Some(suffix) => cmd.arg(2).arg(&self.key).arg(self.state_key(suffix)),
+            None => cmd.arg(1).arg(&self.key),
+        };
+        cmd.arg(permits).arg(app);
+        if matches!(algo, SlidingLog | Concurrency) {
+            cmd.arg(id);
+        }
+        cmd
+    }
+
+    /// Runs `commands` in one MULTI/EXEC between two readings of Redis' clock (µs): Redis
+    /// runs nothing else in between, so whatever the commands did happened at a Redis time
+    /// inside that bracket, however slow or loaded the client is.
+    async fn atomically(&self, commands: Vec<redis::Cmd>) -> (i64, Vec<redis::Value>, i64) {
+        let mut pipe = redis::pipe();
+        pipe.atomic().cmd("TIME");
+        for command in commands {
+            pipe.add_command(command);
+        }
+        pipe.cmd("TIME");
+        let mut conn = self.conn.clone();
+        let mut values: Vec<redis::Value> = pipe.query_async(&mut conn).await.unwrap();
+        let micros = |v: redis::Value| {
+            let (s, us) = <(i64, i64)>::from_redis_value(v).unwrap();
+            s * 1_000_000 + us
+        };
+        let after = micros(values.pop().unwrap());
+        let before = micros(values.remove(0));
+        (before, values, after)
+    }
+
+    /// One acquire of `permits`, bracketed by Redis' clock (see `atomically`).
+    async fn timed_acquire(&self, permits: i64) -> Timed {
+        let cmd = self.acquire_cmd(self.algo, permits, "shop", &random_suffix());
+        let (before_us, mut values, after_us) = self.atomically(vec![cmd]).await;
+        Timed {
+            before_us,
+            reply: Reply::from_redis_value(values.remove(0)).unwrap(),
+            after_us,
+        }
     }
 
     async fn acquire(&self, permits: i64, app: &str) -> Reply {
