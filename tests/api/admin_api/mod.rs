@@ -1,4 +1,4 @@
-//! The admin JSON API over HTTP (DESIGN.md section 8): who may do what, the shapes of the
+//! The admin JSON API over HTTP (README, "The admin JSON API"): who may do what, the shapes of the
 //! replies and errors, and the audit trail every change leaves. A refused request must
 //! change nothing: each refusal is checked by reading the data back as the admin and by
 //! looking for an audit event it must not have written.

@@ -1,5 +1,5 @@
-//! The six limiting algorithms as their users meet them over HTTP (DESIGN.md sections 4, 5
-//! and 8): each policy kind with exactly its own parameters through the admin API, its
+//! The six limiting algorithms as their users meet them over HTTP (README, "Algorithms"
+//! and the acquire API): each policy kind with exactly its own parameters through the admin API, its
 //! acquires and their replies, concurrency leases given back with `POST /v1/release`, a
 //! change of algorithm or a deletion discarding the old state in Redis, the live state,
 //! and the console's policy form.

@@ -1,4 +1,4 @@
-//! The web console over HTTP, as a browser uses it (DESIGN.md section 6): signing in and
+//! The web console over HTTP, as a browser uses it (README, "The web console"): signing in and
 //! out, sessions and CSRF, roles enforced on the server, escaping, the policy forms, keys,
 //! users, the account, the audit log and the live state. A refused change must change
 //! nothing: each refusal is checked against what the admin reads through the JSON API,
