@@ -52,11 +52,14 @@ end
 -- A hair of tolerance so that float rounding never denies a permit that is due.
 local EPSILON = 1e-9
 
+-- Times in replies are capped at 10^15 ms (some 31,700 years): a slow rate with a large
+-- capacity could otherwise yield more ms than an integer reply holds.
+local MAX_MS = 1e15
 local function ceil_ms(ms)
   if ms <= 0 then
     return 0
   end
-  return math.ceil(ms)
+  return math.min(math.ceil(ms), MAX_MS)
 end
 
 local function remaining_at(tat_)
@@ -74,14 +77,18 @@ if not policy.enabled then
   return {2, remaining_at(tat), 0, ceil_ms(tat - now), max_permits, version}
 end
 
-local new_tat = tat + permits * T
-local allow_at = new_tat - limit
-if now + EPSILON * T >= allow_at then
+-- Compared as durations from now, not as absolute times: at the largest capacities with
+-- the slowest rates, now + permits * T is so large that adding now loses more than the
+-- tolerance, and a full burst would be refused.
+local backlog = tat - now
+local needed = backlog + permits * T
+if needed <= limit + EPSILON * T then
+  local new_tat = tat + permits * T
   -- %.17g keeps every bit of a double; Redis' own conversion would round to 14 digits.
   redis.call('HSET', key, 'tat', string.format('%.17g', new_tat))
-  return {1, remaining_at(new_tat), 0, ceil_ms(new_tat - now), max_permits, version}
+  return {1, remaining_at(new_tat), 0, ceil_ms(needed), max_permits, version}
 end
 
 -- Denied: nothing is written (the tat is a function of the grants only).
-return {-1, remaining_at(tat), ceil_ms(allow_at - now), ceil_ms(tat - now), max_permits,
+return {-1, remaining_at(tat), ceil_ms(needed - limit), ceil_ms(backlog), max_permits,
   version}

@@ -65,11 +65,14 @@ local function fmt(x)
   return string.format('%.17g', x)
 end
 
+-- Times in replies are capped at 10^15 ms (some 31,700 years): a slow rate with a large
+-- capacity could otherwise yield more ms than an integer reply holds.
+local MAX_MS = 1e15
 local function ceil_ms(ms)
   if ms <= 0 then
     return 0
   end
-  return math.ceil(ms)
+  return math.min(math.ceil(ms), MAX_MS)
 end
 
 local function reply(current, rate, updated, full_in)

@@ -69,11 +69,14 @@ if tokens > max_permits then
   tokens = max_permits
 end
 
+-- Times in replies are capped at 10^15 ms (some 31,700 years): a slow rate with a large
+-- capacity could otherwise yield more ms than an integer reply holds.
+local MAX_MS = 1e15
 local function ms_until(amount)
   if amount <= 0 then
     return 0
   end
-  return math.ceil(amount * 1000 / rate)
+  return math.min(math.ceil(amount * 1000 / rate), MAX_MS)
 end
 
 if h[4] == '0' then

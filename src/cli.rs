@@ -12,11 +12,27 @@ use crate::control::ControlError;
 use crate::startup::{Application, Core};
 use crate::store::Store;
 
+/// Where settings come from, for `--help` (every command reads them).
+const SETTINGS_HELP: &str = "\
+Settings: built-in defaults, then the TOML file named by RATEKEEPER_CONFIG (same names in
+lower case, e.g. redis_prefix = \"prod\"), then these environment variables [defaults]:
+  RATEKEEPER_LISTEN               address to serve on [127.0.0.1:8080]
+  RATEKEEPER_DATABASE_URL         sqlite://, postgres:// or mysql:// URL [sqlite://ratekeeper.db]
+  RATEKEEPER_DATABASE_TIMEOUT_MS  how long a request waits for a database connection [1000]
+  RATEKEEPER_REDIS_URL            a redis:// URL, or a cluster's, comma-separated [redis://127.0.0.1:6379]
+  RATEKEEPER_REDIS_PREFIX         prefix of every Redis key [ratekeeper]
+  RATEKEEPER_REDIS_TIMEOUT_MS     timeout of an acquire's Redis call [100]
+  RATEKEEPER_SYNC_INTERVAL_MS     reconcile interval [5000]
+  RATEKEEPER_WORKERS              HTTP worker threads [number of cores]
+  RATEKEEPER_LOG_JSON             log JSON lines instead of text [false]
+  RUST_LOG                        log level [info]";
+
 #[derive(Debug, Parser)]
 #[command(
     name = "ratekeeper",
     version,
-    about = "Admin-managed, multi-tenant rate limits decided in Redis"
+    about = "Admin-managed, multi-tenant rate limits decided in Redis",
+    after_help = SETTINGS_HELP
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -26,6 +42,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Serve the APIs and the console (the default).
+    #[command(after_help = SETTINGS_HELP)]
     Serve,
     /// Apply pending database migrations and exit.
     Migrate,
@@ -100,7 +117,12 @@ pub async fn run(cli: Cli, settings: Settings) -> anyhow::Result<()> {
                 .control
                 .create_token(&Actor::operator(), &name, &label)
                 .await
-                .map_err(explain)?;
+                .map_err(|e| match e {
+                    ControlError::NotFound(_) => anyhow::anyhow!(
+                        "there is no user named {name:?} (make one with `ratekeeper user create {name}`)"
+                    ),
+                    other => explain(other),
+                })?;
             let mut out = std::io::stdout().lock();
             writeln!(out, "{}", secrecy::ExposeSecret::expose_secret(&token))?;
             Ok(())

@@ -25,6 +25,8 @@ pub struct Settings {
     pub redis_prefix: String,
     pub sync_interval_ms: u64,
     pub redis_timeout_ms: u64,
+    /// How long a request waits for a database connection before it answers 503.
+    pub database_timeout_ms: u64,
     /// HTTP worker threads; defaults to the number of cores.
     pub workers: Option<usize>,
     /// Log as JSON lines instead of human-readable text.
@@ -41,6 +43,7 @@ struct Defaults {
     redis_prefix: &'static str,
     sync_interval_ms: u64,
     redis_timeout_ms: u64,
+    database_timeout_ms: u64,
     log_json: bool,
 }
 
@@ -51,6 +54,7 @@ const DEFAULTS: Defaults = Defaults {
     redis_prefix: "ratekeeper",
     sync_interval_ms: 5000,
     redis_timeout_ms: 100,
+    database_timeout_ms: 1000,
     log_json: false,
 };
 
@@ -92,6 +96,9 @@ impl Settings {
         if self.redis_timeout_ms == 0 {
             return Err(invalid("redis_timeout_ms", "must be at least 1"));
         }
+        if self.database_timeout_ms == 0 {
+            return Err(invalid("database_timeout_ms", "must be at least 1"));
+        }
         if self.redis_prefix.is_empty() || self.redis_prefix.contains(['{', '}', ' ']) {
             return Err(invalid(
                 "redis_prefix",
@@ -110,5 +117,9 @@ impl Settings {
 
     pub fn redis_timeout(&self) -> Duration {
         Duration::from_millis(self.redis_timeout_ms)
+    }
+
+    pub fn database_timeout(&self) -> Duration {
+        Duration::from_millis(self.database_timeout_ms)
     }
 }

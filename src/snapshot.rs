@@ -1,5 +1,5 @@
 //! In-memory copies of what the acquire path needs from SQL (live API keys, each policy's
-//! failure mode and capacity), so that path never queries SQL. The sync task replaces them
+//! configuration), so that path never queries SQL. The sync task replaces them
 //! whole; readers take an `Arc` without locking.
 
 use std::collections::HashMap;
@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use arc_swap::ArcSwap;
 
 use crate::domain::{Algorithm, AppSlug, FailureMode};
+use crate::limiter::PolicyConfig;
 use crate::store::{KeyGrant, PolicyRecord};
 
 /// A live API key, by the SHA-256 of its text.
@@ -21,30 +22,47 @@ pub struct KeyEntry {
     pub last_used_ms: AtomicI64,
 }
 
-/// What the acquire path knows of a policy before asking Redis.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct PolicyBrief {
-    pub algorithm: Algorithm,
+/// What the acquire path knows of a policy from SQL: enough to answer what needs no
+/// Redis when Redis cannot be reached (allowed apps, capacity, enabled, failure mode), and
+/// what Redis should hold, to put it back when Redis has lost it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PolicyEntry {
+    /// The policy as Redis should hold it.
+    pub config: PolicyConfig,
     pub failure_mode: FailureMode,
-    pub max_permits: i64,
-    pub version: i64,
+    pub allowed_apps: Vec<AppSlug>,
 }
 
-impl PolicyBrief {
-    fn of(record: &PolicyRecord) -> Self {
+impl PolicyEntry {
+    pub fn of(record: &PolicyRecord) -> Self {
         Self {
-            algorithm: record.spec.algorithm,
+            config: PolicyConfig::new(&record.spec, record.created_ms, record.version),
             failure_mode: record.spec.failure_mode,
-            max_permits: record.spec.max_permits.get(),
-            version: record.version,
+            allowed_apps: record.spec.allowed_apps.clone(),
         }
+    }
+
+    pub fn allows(&self, app: &AppSlug) -> bool {
+        self.allowed_apps.contains(app)
+    }
+
+    pub fn max_permits(&self) -> i64 {
+        self.config.max_permits
+    }
+
+    pub fn algorithm(&self) -> Algorithm {
+        self.config.algorithm
+    }
+
+    pub fn version(&self) -> i64 {
+        self.config.version
     }
 }
 
 #[derive(Default)]
 pub struct Snapshot {
     keys: ArcSwap<HashMap<String, Arc<KeyEntry>>>,
-    policies: ArcSwap<HashMap<String, PolicyBrief>>,
+    policies: ArcSwap<HashMap<String, Arc<PolicyEntry>>>,
 }
 
 impl Snapshot {
@@ -52,8 +70,8 @@ impl Snapshot {
         self.keys.load().get(key_hash).cloned()
     }
 
-    pub fn policy(&self, name: &str) -> Option<PolicyBrief> {
-        self.policies.load().get(name).copied()
+    pub fn policy(&self, name: &str) -> Option<Arc<PolicyEntry>> {
+        self.policies.load().get(name).cloned()
     }
 
     /// Replaces the keys, carrying over last-used times not yet flushed.
@@ -81,7 +99,7 @@ impl Snapshot {
     pub fn replace_policies(&self, records: &[PolicyRecord]) {
         let next = records
             .iter()
-            .map(|r| (r.spec.name.to_string(), PolicyBrief::of(r)))
+            .map(|r| (r.spec.name.to_string(), Arc::new(PolicyEntry::of(r))))
             .collect();
         self.policies.store(Arc::new(next));
     }
@@ -90,7 +108,10 @@ impl Snapshot {
     pub fn upsert_policy(&self, record: &PolicyRecord) {
         self.policies.rcu(|current| {
             let mut next = HashMap::clone(current);
-            next.insert(record.spec.name.to_string(), PolicyBrief::of(record));
+            next.insert(
+                record.spec.name.to_string(),
+                Arc::new(PolicyEntry::of(record)),
+            );
             next
         });
     }

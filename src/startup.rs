@@ -17,7 +17,7 @@ use crate::api;
 use crate::config::Settings;
 use crate::console;
 use crate::control::Control;
-use crate::limiter::{Limiter, RedisConn, listen_for_changes};
+use crate::limiter::{Limiter, listen_for_changes};
 use crate::snapshot::Snapshot;
 use crate::state::AppState;
 use crate::store::Store;
@@ -44,18 +44,17 @@ pub struct Core {
 
 impl Core {
     pub async fn build(settings: &Settings) -> anyhow::Result<Self> {
-        let store = Store::connect(&settings.database_url).await?;
+        let store =
+            Store::connect_with_timeout(&settings.database_url, settings.database_timeout())
+                .await?;
         store.migrate().await?;
-        let conn = RedisConn::connect(settings.redis_url.expose_secret(), settings.redis_timeout())
-            .await?;
-        let limiter = Limiter::new(conn, &settings.redis_prefix, settings.redis_timeout());
+        let redis_url = settings.redis_url.expose_secret();
+        let limiter = Limiter::new(redis_url, &settings.redis_prefix, settings.redis_timeout())?;
         // The background tasks' own connection (sync passes, decision counts): they must
         // not queue ahead of acquires on the multiplexed connection of the hot path, and
         // they may wait longer for an answer than an acquire may.
         let background_timeout = settings.redis_timeout().max(BACKGROUND_REDIS_TIMEOUT);
-        let background_conn =
-            RedisConn::connect(settings.redis_url.expose_secret(), background_timeout).await?;
-        let background = Limiter::new(background_conn, &settings.redis_prefix, background_timeout);
+        let background = Limiter::new(redis_url, &settings.redis_prefix, background_timeout)?;
         let snapshot = Arc::new(Snapshot::default());
         let denials = Arc::new(DenialCache::new(settings.sync_interval()));
         let metrics = Arc::new(Metrics::new());
@@ -210,8 +209,10 @@ async fn not_found(req: HttpRequest) -> HttpResponse {
 fn announce_first_admin(password: &SecretString) {
     // Printed once, on stderr with the logs: the only time anyone sees it.
     eprintln!(
-        "\n  No user existed, so ratekeeper created the admin user 'admin'.\n  \
-         Its one-time password: {}\n  Keep it now; it is not shown again.\n",
+        "\n  No user existed, so ratekeeper created the admin user 'admin' with the password\n  \
+         {}\n  It is shown this once: keep it (it stays valid; change it under your account\n  \
+         in the console if you like). Lost it? `ratekeeper user create NAME --admin` makes\n  \
+         another admin, who can reset it under Users.\n",
         password.expose_secret()
     );
 }

@@ -44,10 +44,15 @@ pub struct Syncer {
     wake: Arc<Notify>,
 }
 
-/// What the last full pass saw, for the light passes after it.
+/// What the passes so far saw, for the ones after them.
 #[derive(Default)]
 struct Memo {
-    fingerprint: Option<String>,
+    /// The SQL fingerprint of the policies last read into the snapshot.
+    loaded: Option<String>,
+    /// The fingerprint Redis was last seen to mirror completely (a full pass without a
+    /// failure, which then set Redis' marker to it).
+    mirrored: Option<String>,
+    /// The policies as Redis should hold them, as last read.
     configs: Vec<PolicyConfig>,
     /// Where the next light pass's slice starts.
     cursor: usize,
@@ -137,58 +142,65 @@ impl Syncer {
         Ok(())
     }
 
-    /// One pass, full or light (see the module's documentation).
+    /// One pass, full or light (see the module's documentation). SQL is read first and
+    /// the snapshot (API keys, policies) follows it whether or not Redis answers: an
+    /// instance started while Redis is down knows its keys and policies, and answers by
+    /// each policy's failure mode instead of 401 and 404.
     #[tracing::instrument(skip_all)]
     pub async fn reconcile_once(&self) -> anyhow::Result<ReconcileReport> {
         let started = Instant::now();
         let read_at = now_ms();
-        // One pass at a time per instance: the memo is what the last full pass saw.
+        // One pass at a time per instance: the memo is what the passes before saw.
         let mut memo = self.memo.lock().await;
         self.flush_key_usage().await?;
         let mut tx = self.store.begin_read().await?;
         let grants = tx.live_key_grants().await?;
         let fingerprint = tx.policy_fingerprint().await?;
-        let marker = self.limiter.sync_marker().await?;
-        let full = memo.fingerprint.as_deref() != Some(fingerprint.as_str())
-            || marker.as_deref() != Some(fingerprint.as_str());
-        let policies = if full {
+        let policies = if memo.loaded.as_deref() != Some(fingerprint.as_str()) {
             Some(tx.list_policies(None).await?)
         } else {
             None
         };
         tx.commit().await?;
         self.snapshot.replace_keys(grants);
+        if let Some(policies) = policies {
+            self.snapshot.replace_policies(&policies);
+            // Denials of policies changed elsewhere no longer hold.
+            self.denials
+                .forget_changed(|name| self.snapshot.policy(name).map(|p| p.version()));
+            memo.configs = policies
+                .iter()
+                .map(|r| PolicyConfig::new(&r.spec, r.created_ms, r.version))
+                .collect();
+            memo.loaded = Some(fingerprint.clone());
+        }
 
-        let report = match policies {
-            Some(policies) => {
-                let report = self.full_pass(&policies, read_at).await?;
-                if report.failed == 0 {
-                    // Only a pass that mirrored everything may vouch for the fingerprint.
-                    self.limiter.set_sync_marker(&fingerprint).await?;
-                    memo.fingerprint = Some(fingerprint);
-                } else {
-                    memo.fingerprint = None;
-                }
-                memo.configs = policies
-                    .iter()
-                    .map(|r| PolicyConfig::new(&r.spec, r.created_ms, r.version))
-                    .collect();
-                report
+        let marker = self.limiter.sync_marker().await?;
+        let full = memo.mirrored.as_deref() != Some(fingerprint.as_str())
+            || marker.as_deref() != Some(fingerprint.as_str());
+        let report = if full {
+            let report = self.full_pass(&memo.configs, read_at).await?;
+            if report.failed == 0 {
+                // Only a pass that mirrored everything may vouch for the fingerprint.
+                self.limiter.set_sync_marker(&fingerprint).await?;
+                memo.mirrored = Some(fingerprint);
+            } else {
+                memo.mirrored = None;
             }
-            None => {
-                let total = memo.configs.len();
-                let start = if memo.cursor >= total { 0 } else { memo.cursor };
-                let end = (start + LIGHT_PASS_SLICE).min(total);
-                let stats = self.limiter.push_all(&memo.configs[start..end]).await;
-                memo.cursor = end;
-                ReconcileReport {
-                    full: false,
-                    policies: total,
-                    checked: end - start,
-                    rewritten: stats.written,
-                    failed: stats.failed,
-                    swept: 0,
-                }
+            report
+        } else {
+            let total = memo.configs.len();
+            let start = if memo.cursor >= total { 0 } else { memo.cursor };
+            let end = (start + LIGHT_PASS_SLICE).min(total);
+            let stats = self.limiter.push_all(&memo.configs[start..end]).await;
+            memo.cursor = end;
+            ReconcileReport {
+                full: false,
+                policies: total,
+                checked: end - start,
+                rewritten: stats.written,
+                failed: stats.failed,
+                swept: 0,
             }
         };
         drop(memo);
@@ -207,23 +219,15 @@ impl Syncer {
         Ok(report)
     }
 
-    /// Every policy: into the snapshot, checked in Redis, and keys of gone ones swept.
-    #[tracing::instrument(skip_all, fields(policies = policies.len()))]
+    /// Every policy checked in Redis, and the keys of policies that are gone swept.
+    #[tracing::instrument(skip_all, fields(policies = configs.len()))]
     async fn full_pass(
         &self,
-        policies: &[PolicyRecord],
+        configs: &[PolicyConfig],
         read_at: i64,
     ) -> anyhow::Result<ReconcileReport> {
-        self.snapshot.replace_policies(policies);
-        // Denials of policies changed elsewhere no longer hold.
-        self.denials
-            .forget_changed(|name| self.snapshot.policy(name).map(|b| b.version));
-        let configs: Vec<PolicyConfig> = policies
-            .iter()
-            .map(|r| PolicyConfig::new(&r.spec, r.created_ms, r.version))
-            .collect();
-        let stats = self.limiter.push_all(&configs).await;
-        let known: HashSet<&str> = policies.iter().map(|r| r.spec.name.as_str()).collect();
+        let stats = self.limiter.push_all(configs).await;
+        let known: HashSet<&str> = configs.iter().map(|c| c.name.as_str()).collect();
         let swept = self
             .limiter
             .sweep_orphans(&known, read_at - SWEEP_GRACE_MS)
@@ -258,7 +262,11 @@ impl Syncer {
                 }
                 Err(e) => {
                     self.metrics.sync_passes.with_label_values(&["error"]).inc();
-                    tracing::warn!(error = format!("{e:#}"), "reconcile pass failed");
+                    tracing::warn!(
+                        redis = self.limiter.address(),
+                        error = format!("{e:#}"),
+                        "reconcile pass failed"
+                    );
                 }
             }
         }

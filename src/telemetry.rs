@@ -4,6 +4,8 @@ use prometheus::{
     Encoder, Histogram, HistogramOpts, IntCounter, IntCounterVec, IntGauge, Opts, Registry,
     TextEncoder,
 };
+use std::io::IsTerminal;
+
 use tracing_subscriber::EnvFilter;
 
 /// Logs go to stderr (stdout belongs to CLI output, such as a new token).
@@ -12,7 +14,9 @@ pub fn init_tracing(json: bool) {
         .unwrap_or_else(|_| EnvFilter::new("info,sqlx=warn,actix_server=warn"));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr);
+        .with_writer(std::io::stderr)
+        // Colours only for a person at a terminal, not in a log file or a pipe.
+        .with_ansi(std::io::stderr().is_terminal());
     // A second init (tests start many servers in one process) is not an error.
     let _ = if json {
         builder.json().try_init()
@@ -45,9 +49,10 @@ impl Metrics {
         let decisions = IntCounterVec::new(
             Opts::new(
                 "ratekeeper_decisions_total",
-                "Acquire decisions by policy and outcome",
+                "Acquire decisions by outcome: granted, denied, unenforced (policy disabled), \
+                 degraded (granted without Redis), unavailable (503 without Redis)",
             ),
-            &["policy", "outcome"],
+            &["outcome"],
         )
         .expect("valid metric");
         let acquire_seconds = Histogram::with_opts(

@@ -3,13 +3,13 @@
 //! be reached. The HTTP handler only parses and renders.
 
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Instant;
 
 use crate::auth::hash_secret;
 use crate::domain::{Algorithm, AppSlug, FailureMode, Permits, PolicyName};
 use crate::limiter::{AcquireOutcome, Decision, LeaseId, Limiter, LimiterError, ReleaseOutcome};
-use crate::snapshot::{KeyEntry, Snapshot};
+use crate::snapshot::{KeyEntry, PolicyEntry, Snapshot};
 use crate::telemetry::Metrics;
 
 use super::outcome::{Decided, Outcome, Refusal};
@@ -23,6 +23,24 @@ pub struct Acquirer {
     denials: Arc<DenialCache>,
     counts: Arc<DecisionCounts>,
     metrics: Arc<Metrics>,
+    /// Warnings of an outage, at most one a second (not one per request).
+    outage_log: OncePerSecond,
+}
+
+/// A gate that opens at most once a second, without a lock.
+#[derive(Default)]
+struct OncePerSecond(AtomicI64);
+
+impl OncePerSecond {
+    fn due(&self) -> bool {
+        let now = chrono::Utc::now().timestamp();
+        let last = self.0.load(Ordering::Relaxed);
+        now > last
+            && self
+                .0
+                .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
+                .is_ok()
+    }
 }
 
 impl Acquirer {
@@ -39,6 +57,7 @@ impl Acquirer {
             denials,
             counts,
             metrics,
+            outage_log: OncePerSecond::default(),
         }
     }
 
@@ -59,12 +78,12 @@ impl Acquirer {
         permits: Permits,
     ) -> Result<Outcome, Refusal> {
         let started = Instant::now();
-        let brief = self.snapshot.policy(name.as_str());
-        if let Some(brief) = brief
-            && permits.get() > brief.max_permits
+        let policy = self.snapshot.policy(name.as_str());
+        if let Some(policy) = &policy
+            && permits.get() > policy.max_permits()
         {
             return Err(Refusal::PermitsAboveMax {
-                limit: brief.max_permits,
+                limit: policy.max_permits(),
             });
         }
         let outcome = match self.denials.check(name, app, permits.get()) {
@@ -72,26 +91,40 @@ impl Acquirer {
                 self.count(name, Decision::Denied);
                 Outcome::Decided(known.into())
             }
-            None => {
-                // A policy not in the snapshot yet (created on another instance a moment
-                // ago) is tried as a token bucket; the script redirects to the right one.
-                let algorithm = brief.map_or(Algorithm::TokenBucket, |b| b.algorithm);
-                match self.limiter.acquire(name, algorithm, permits, app).await {
-                    Ok(answer) => self.decided(name, app, permits, answer)?,
-                    Err(e) => {
-                        let mode = brief.map_or(FailureMode::Closed, |b| b.failure_mode);
-                        self.unreachable(name, mode, e)?;
-                        Outcome::Degraded {
-                            limit: brief.map(|b| b.max_permits),
-                        }
-                    }
-                }
-            }
+            None => match self.ask_redis(app, name, permits, policy.as_deref()).await {
+                Ok(answer) => self.decided(name, app, permits, answer)?,
+                Err(e) => self.without_redis(app, name, policy.as_deref(), e)?,
+            },
         };
         self.metrics
             .acquire_seconds
             .observe(started.elapsed().as_secs_f64());
         Ok(outcome)
+    }
+
+    /// One round trip, or two when Redis has lost a policy this instance knows: then it is
+    /// put back from the snapshot and decided on at once, not answered 404 until the next
+    /// sync pass.
+    async fn ask_redis(
+        &self,
+        app: &AppSlug,
+        name: &PolicyName,
+        permits: Permits,
+        policy: Option<&PolicyEntry>,
+    ) -> Result<AcquireOutcome, LimiterError> {
+        // A policy not in the snapshot yet (created on another instance a moment ago) is
+        // tried as a token bucket; the script redirects to the right one.
+        let algorithm = policy.map_or(Algorithm::TokenBucket, PolicyEntry::algorithm);
+        let answer = self.limiter.acquire(name, algorithm, permits, app).await?;
+        match (answer, policy) {
+            (AcquireOutcome::NoSuchPolicy, Some(policy)) => {
+                tracing::warn!(policy = %name, "redis had lost the policy; restored it");
+                self.limiter
+                    .restore_and_acquire(&policy.config, permits, app)
+                    .await
+            }
+            (answer, _) => Ok(answer),
+        }
     }
 
     /// Gives a concurrency lease back.
@@ -150,36 +183,65 @@ impl Acquirer {
         Ok(Outcome::Decided(decided))
     }
 
-    /// Redis could not answer: the policy's failure mode decides.
-    fn unreachable(
+    /// Redis could not answer: every check that needs no Redis is made from the snapshot
+    /// (the app allowed, the policy enabled), and only then the failure mode decides. A
+    /// policy this instance does not know fails closed.
+    fn without_redis(
         &self,
+        app: &AppSlug,
         name: &PolicyName,
-        mode: FailureMode,
+        policy: Option<&PolicyEntry>,
         error: LimiterError,
-    ) -> Result<(), Refusal> {
-        tracing::warn!(policy = %name, error = %error, ?mode, "acquire could not reach redis");
-        self.metrics
-            .decisions
-            .with_label_values(&[name.as_str(), "degraded"])
-            .inc();
-        match mode {
-            FailureMode::Closed => Err(Refusal::Unavailable),
-            FailureMode::Open => Ok(()),
+    ) -> Result<Outcome, Refusal> {
+        if self.outage_log.due() {
+            tracing::warn!(
+                policy = %name,
+                redis = self.limiter.address(),
+                error = %error,
+                "acquire could not reach redis (logged at most once a second)"
+            );
         }
+        let outcome = match policy {
+            None => Err(Refusal::Unavailable),
+            Some(policy) if !policy.allows(app) => Err(Refusal::AppNotAllowed),
+            Some(policy) if !policy.config.enabled => Ok(Outcome::Degraded {
+                limit: Some(policy.max_permits()),
+                enforced: false,
+            }),
+            Some(policy) => match policy.failure_mode {
+                FailureMode::Closed => Err(Refusal::Unavailable),
+                FailureMode::Open => Ok(Outcome::Degraded {
+                    limit: Some(policy.max_permits()),
+                    enforced: true,
+                }),
+            },
+        };
+        match outcome {
+            Ok(_) => {
+                self.counts.record(name.as_str(), true);
+                self.metric("degraded");
+            }
+            Err(Refusal::Unavailable) => self.metric("unavailable"),
+            Err(_) => {}
+        }
+        outcome
     }
 
     fn count(&self, name: &PolicyName, decision: Decision) {
         self.counts
             .record(name.as_str(), decision != Decision::Denied);
-        let outcome = match decision {
+        self.metric(match decision {
             Decision::Granted => "granted",
             Decision::Denied => "denied",
             Decision::Unenforced => "unenforced",
-        };
-        self.metrics
-            .decisions
-            .with_label_values(&[name.as_str(), outcome])
-            .inc();
+        });
+    }
+
+    /// Decisions by outcome only: a label from request input (a resource name) would let
+    /// any client grow the metrics without bound. Per-policy counts are the decision
+    /// counts, in Redis, for the console.
+    fn metric(&self, outcome: &'static str) {
+        self.metrics.decisions.with_label_values(&[outcome]).inc();
     }
 }
 

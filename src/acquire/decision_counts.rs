@@ -38,18 +38,28 @@ impl DecisionCounts {
         bump(&self.by_policy.entry(policy.to_owned()).or_default());
     }
 
-    /// Takes the counts gathered since the last call: `(policy, granted, denied)`.
+    /// Takes the counts gathered since the last call: `(policy, granted, denied)`. A
+    /// policy with nothing to take goes (it is back at its next decision), so memory
+    /// follows the policies in use, not every policy ever used.
     pub fn take(&self) -> Vec<(String, u64, u64)> {
         let mut taken = Vec::new();
-        // Entries are kept (a policy in use stays in use); only their counts reset.
-        for entry in &self.by_policy {
-            let granted = entry.granted.swap(0, Ordering::Relaxed);
-            let denied = entry.denied.swap(0, Ordering::Relaxed);
-            if granted + denied > 0 {
-                taken.push((entry.key().clone(), granted, denied));
+        // A record() holds its entry's shard while counting, and retain() takes the shard
+        // to look: a count is either taken here or lands in an entry that stays.
+        self.by_policy.retain(|policy, counts| {
+            let granted = counts.granted.swap(0, Ordering::Relaxed);
+            let denied = counts.denied.swap(0, Ordering::Relaxed);
+            let used = granted + denied > 0;
+            if used {
+                taken.push((policy.clone(), granted, denied));
             }
-        }
+            used
+        });
         taken
+    }
+
+    /// How many policies have counts in memory.
+    pub fn tracked(&self) -> usize {
+        self.by_policy.len()
     }
 }
 

@@ -21,10 +21,13 @@ pub struct Decided {
 pub enum Outcome {
     /// Decided by Redis, or by this instance from a denial that still holds.
     Decided(Decided),
-    /// Redis could not be reached and the policy fails open: granted, uncounted.
+    /// Redis could not be reached, and the policy fails open or is disabled: granted
+    /// without a bucket.
     Degraded {
         /// The policy's capacity, when this instance knows the policy.
         limit: Option<i64>,
+        /// `false` when the policy is disabled (it would not have been limited anyway).
+        enforced: bool,
     },
 }
 

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::auth::ApiClient;
-use super::json::{ValidJson, required_field};
+use super::json::{ClientJson, required_field};
 use super::problem::Problem;
 use crate::acquire::{Acquirer, Decided, Outcome, Refusal};
 use crate::domain::{AppSlug, FieldError, Permits, PolicyName};
@@ -18,8 +18,10 @@ use crate::limiter::Decision;
 #[serde(deny_unknown_fields)]
 pub struct AcquireRequest {
     /// The policy name.
+    #[serde(default, deserialize_with = "crate::control::not_null")]
     pub resource: Option<String>,
     /// Defaults to 1.
+    #[serde(default, deserialize_with = "crate::control::not_null")]
     pub permits: Option<i64>,
 }
 
@@ -62,14 +64,14 @@ impl From<&Outcome> for AcquireReply {
                 degraded: None,
                 lease_id: d.lease.map(|l| l.to_string()),
             },
-            Outcome::Degraded { limit } => Self {
+            Outcome::Degraded { limit, enforced } => Self {
                 allowed: true,
                 remaining: None,
                 limit,
                 retry_after_ms: None,
                 reset_after_ms: None,
                 policy_version: None,
-                enforced: None,
+                enforced: (!enforced).then_some(false),
                 degraded: Some(true),
                 lease_id: None,
             },
@@ -82,20 +84,20 @@ impl From<&Outcome> for AcquireReply {
     request_body = AcquireRequest,
     responses(
         (status = 200, description = "Granted", body = AcquireReply),
-        (status = 400, description = "Malformed request: broken JSON, or resource missing or not a policy name", body = Problem, content_type = "application/problem+json"),
+        (status = 400, description = "The body does not fit: broken JSON or more after it, an unknown field, a wrong type or null, resource missing or not a policy name", body = Problem, content_type = "application/problem+json"),
         (status = 401, description = "No or bad API key", body = Problem, content_type = "application/problem+json"),
         (status = 403, description = "This application may not use the resource", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "No such policy", body = Problem, content_type = "application/problem+json"),
-        (status = 422, description = "A field of the wrong type or unknown, or permits out of range", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "permits below 1 or above the policy's max_permits", body = Problem, content_type = "application/problem+json"),
         (status = 429, description = "Denied; Retry-After says when to retry", body = AcquireReply),
-        (status = 503, description = "Redis unreachable and the policy fails closed", body = Problem, content_type = "application/problem+json"),
+        (status = 503, description = "Redis unreachable and the policy fails closed (or is not known to this instance)", body = Problem, content_type = "application/problem+json"),
     ),
     security(("api_key" = []))
 )]
 pub async fn acquire(
     acquirer: web::Data<Acquirer>,
     ApiClient(client): ApiClient,
-    body: ValidJson<AcquireRequest>,
+    body: ClientJson<AcquireRequest>,
 ) -> Result<HttpResponse, Problem> {
     let body = body.0;
     let name = required_field("resource", body.resource, |r| {
@@ -134,8 +136,21 @@ fn refused(refusal: Refusal, name: &PolicyName, app: &AppSlug) -> Problem {
 /// (structured-field form) and, when denied, `Retry-After`.
 fn render(name: &PolicyName, outcome: &Outcome) -> HttpResponse {
     let reply = AcquireReply::from(outcome);
-    let Outcome::Decided(decided) = outcome else {
-        return HttpResponse::Ok().json(reply);
+    let decided = match outcome {
+        Outcome::Decided(decided) => decided,
+        Outcome::Degraded { limit, .. } => {
+            // The policy is known, its remaining permits are not (they live in Redis):
+            // only the policy's quota is told.
+            let mut response = HttpResponse::Ok().json(reply);
+            if let Some(limit) = limit
+                && let Ok(value) = HeaderValue::from_str(&format!("\"{name}\";q={limit}"))
+            {
+                response
+                    .headers_mut()
+                    .insert(HeaderName::from_static("ratelimit-policy"), value);
+            }
+            return response;
+        }
     };
     let denied = decided.decision == Decision::Denied;
     let status = if denied {

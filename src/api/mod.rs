@@ -9,7 +9,8 @@ mod openapi;
 pub mod problem;
 pub mod release;
 
-use actix_web::{HttpRequest, HttpResponse, ResponseError, web};
+use actix_web::http::{StatusCode, header};
+use actix_web::{HttpRequest, HttpResponse, Resource, ResponseError, web};
 
 use problem::Problem;
 
@@ -22,13 +23,31 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         web::PathConfig::default()
             .error_handler(|e, _| Problem::malformed(format!("bad path: {e}")).into()),
     )
-    .route("/v1/acquire", web::post().to(acquire::acquire))
-    .route("/v1/release", web::post().to(release::release))
-    .route("/healthz", web::get().to(health::healthz))
-    .route("/readyz", web::get().to(health::readyz))
-    .route("/metrics", web::get().to(health::metrics))
-    .route("/api/openapi.json", web::get().to(openapi::document))
+    .service(resource("/v1/acquire", "POST").route(web::post().to(acquire::acquire)))
+    .service(resource("/v1/release", "POST").route(web::post().to(release::release)))
+    .service(resource("/healthz", "GET").route(web::get().to(health::healthz)))
+    .service(resource("/readyz", "GET").route(web::get().to(health::readyz)))
+    .service(resource("/metrics", "GET").route(web::get().to(health::metrics)))
+    .service(resource("/api/openapi.json", "GET").route(web::get().to(openapi::document)))
     .configure(admin::routes);
+}
+
+/// A resource of the APIs that answers a method it does not serve with 405 and `Allow`
+/// (a resource's default would be the app's 404).
+fn resource(path: &str, allow: &'static str) -> Resource {
+    web::resource(path).default_service(web::to(move |req: HttpRequest| async move {
+        let mut response = Problem::new(
+            StatusCode::METHOD_NOT_ALLOWED,
+            "method-not-allowed",
+            "Method not allowed",
+            format!("{} {} is not served; use {allow}", req.method(), req.path()),
+        )
+        .error_response();
+        response
+            .headers_mut()
+            .insert(header::ALLOW, header::HeaderValue::from_static(allow));
+        response
+    }))
 }
 
 /// Whether a path belongs to the APIs (problem+json) rather than the console (HTML).

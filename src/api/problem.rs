@@ -161,9 +161,13 @@ impl From<ControlError> for Problem {
                 p.current_version = Some(current);
                 p
             }
-            ControlError::Unavailable(cause) => {
+            ControlError::RedisUnavailable(cause) => {
                 tracing::warn!(error = format!("{cause:#}"), "redis unavailable");
-                Self::unavailable("redis is unreachable")
+                Self::unavailable("redis is unreachable; try again shortly")
+            }
+            ControlError::DatabaseUnavailable(cause) => {
+                tracing::warn!(error = format!("{cause:#}"), "database unavailable");
+                Self::unavailable("the database is unreachable; try again shortly")
             }
             ControlError::Internal(cause) => {
                 tracing::error!(error = format!("{cause:#}"), "internal error");

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::auth::ApiClient;
-use super::json::{ValidJson, required_field};
+use super::json::{ClientJson, required_field};
 use super::problem::Problem;
 use crate::acquire::Acquirer;
 use crate::domain::{FieldError, PolicyName};
@@ -17,8 +17,10 @@ use crate::limiter::{LeaseId, ReleaseOutcome};
 #[serde(deny_unknown_fields)]
 pub struct ReleaseRequest {
     /// The policy name the lease was acquired on.
+    #[serde(default, deserialize_with = "crate::control::not_null")]
     pub resource: Option<String>,
     /// The `lease_id` of the acquire's reply.
+    #[serde(default, deserialize_with = "crate::control::not_null")]
     pub lease_id: Option<String>,
 }
 
@@ -36,11 +38,10 @@ pub struct ReleaseReply {
     request_body = ReleaseRequest,
     responses(
         (status = 200, description = "Released", body = ReleaseReply),
-        (status = 400, description = "Malformed request: broken JSON, or resource or lease_id missing or malformed", body = Problem, content_type = "application/problem+json"),
+        (status = 400, description = "The body does not fit: broken JSON or more after it, an unknown field, a wrong type or null, resource or lease_id missing or malformed", body = Problem, content_type = "application/problem+json"),
         (status = 401, description = "No or bad API key", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "No such policy, or no such lease held by this application (expired, already released, or another's)", body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "The policy does not use leases", body = Problem, content_type = "application/problem+json"),
-        (status = 422, description = "A field of the wrong type or unknown", body = Problem, content_type = "application/problem+json"),
         (status = 503, description = "Redis unreachable", body = Problem, content_type = "application/problem+json"),
     ),
     security(("api_key" = []))
@@ -48,7 +49,7 @@ pub struct ReleaseReply {
 pub async fn release(
     acquirer: web::Data<Acquirer>,
     ApiClient(client): ApiClient,
-    body: ValidJson<ReleaseRequest>,
+    body: ClientJson<ReleaseRequest>,
 ) -> Result<HttpResponse, Problem> {
     let body = body.0;
     let name = required_field("resource", body.resource, |r| {

@@ -24,10 +24,27 @@ pub enum ConsoleError {
     BadRequest(String),
     #[error("{0}")]
     Conflict(String),
-    #[error("redis is unavailable")]
-    Unavailable,
+    /// Redis or the database cannot be reached right now.
+    #[error("{0} is unavailable")]
+    Unavailable(Service),
     #[error(transparent)]
     Internal(#[from] anyhow::Error),
+}
+
+/// A service the console depends on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Service {
+    Redis,
+    Database,
+}
+
+impl std::fmt::Display for Service {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::Redis => "redis",
+            Self::Database => "the database",
+        })
+    }
 }
 
 impl From<ControlError> for ConsoleError {
@@ -47,9 +64,13 @@ impl From<ControlError> for ConsoleError {
             ControlError::VersionConflict { current } => Self::Conflict(format!(
                 "the policy was changed meanwhile; its version is now {current}"
             )),
-            ControlError::Unavailable(e) => {
+            ControlError::RedisUnavailable(e) => {
                 tracing::warn!(error = ?e, "console: redis unavailable");
-                Self::Unavailable
+                Self::Unavailable(Service::Redis)
+            }
+            ControlError::DatabaseUnavailable(e) => {
+                tracing::warn!(error = ?e, "console: database unavailable");
+                Self::Unavailable(Service::Database)
             }
             ControlError::Internal(e) => Self::Internal(e),
         }
@@ -73,7 +94,7 @@ impl ResponseError for ConsoleError {
             Self::NotFound(_) => StatusCode::NOT_FOUND,
             Self::BadRequest(_) => StatusCode::BAD_REQUEST,
             Self::Conflict(_) => StatusCode::CONFLICT,
-            Self::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
+            Self::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -100,9 +121,15 @@ impl ResponseError for ConsoleError {
             Self::NotFound(what) => ("Not found", format!("There is no such {what}.")),
             Self::BadRequest(message) => ("Bad request", message.clone()),
             Self::Conflict(message) => ("Conflict", message.clone()),
-            Self::Unavailable => (
+            Self::Unavailable(Service::Redis) => (
                 "Redis unavailable",
                 "The limiter's Redis cannot be reached right now; try again shortly.".to_owned(),
+            ),
+            Self::Unavailable(Service::Database) => (
+                "Database unavailable",
+                "ratekeeper's database cannot be reached right now, so the console cannot \
+                 show or change anything; try again shortly. Acquires go on meanwhile."
+                    .to_owned(),
             ),
             Self::Internal(e) => {
                 tracing::error!(error = ?e, "console request failed");
@@ -119,15 +146,21 @@ impl ResponseError for ConsoleError {
 
 pub fn render_error(status: StatusCode, title: &'static str, message: String) -> HttpResponse {
     let page = ErrorPage {
-        chrome: Chrome::anonymous(),
+        chrome: Chrome::error_page(),
         status: status.as_u16(),
         title,
         message,
     };
     match page.render() {
-        Ok(body) => HttpResponse::build(status)
-            .content_type(ContentType::html())
-            .body(body),
+        Ok(body) => {
+            let mut response = HttpResponse::build(status);
+            response.content_type(ContentType::html());
+            // Also for pages served outside the console's scope (a path no route claims).
+            for header in super::SECURITY_HEADERS {
+                response.insert_header(header);
+            }
+            response.body(body)
+        }
         Err(e) => {
             tracing::error!(error = %e, "error page did not render");
             HttpResponse::build(status).finish()

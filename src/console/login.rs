@@ -164,7 +164,7 @@ pub async fn submit(
         let error = "Unknown username or wrong password (or the account is disabled).".to_owned();
         return render_form(&req, StatusCode::UNAUTHORIZED, next, username, Some(error));
     };
-    login_guard::forgive(&state.limiter, &username).await;
+    login_guard::forgive(&state.limiter, &username, address).await;
 
     // A new session id at every sign-in; a session this browser had before ends.
     if let Some(old) = req.cookie(SESSION_COOKIE) {

@@ -1,37 +1,43 @@
-//! Sign-in attempts are limited per username and per client address, by ratekeeper's
-//! own token buckets in Redis. Every attempt takes a permit before the password is
-//! checked (so parallel guesses cannot slip through); a good sign-in gives the user's
-//! bucket back in full. If Redis cannot be reached, sign-in still works (logged): an
-//! outage of the limiter must not lock the admins out of the console.
+//! Sign-in attempts are limited per (username, client address) pair and per client
+//! address, by ratekeeper's own token buckets in Redis. Every attempt takes a permit
+//! before the password is checked (so parallel guesses cannot slip through); a good
+//! sign-in gives the pair's bucket back in full.
+//!
+//! Not per username alone: then anyone who knows a name could keep its owner locked out
+//! from everywhere with one bad try every 30 s. Per pair, a guesser elsewhere exhausts
+//! only their own pair; a guess spread over many addresses is still slowed at each one.
+//! If Redis cannot be reached, sign-in still works (logged): an outage of the limiter
+//! must not lock the admins out of the console.
 
 use std::net::IpAddr;
 
 use crate::auth::hash_secret;
 use crate::limiter::{Limiter, OwnBucket};
 
-/// Ten attempts at once for one username, then one every 30 seconds.
-pub const PER_USER: OwnBucket = OwnBucket {
+/// Ten attempts at once for one username from one address, then one every 30 seconds.
+pub const PER_USER_AND_ADDRESS: OwnBucket = OwnBucket {
     max_permits: 10,
     rate: 1.0 / 30.0,
 };
 
-/// Thirty attempts at once from one address, then one every 2 seconds.
+/// Thirty attempts at once from one address, whatever the usernames, then one every 2 s.
 pub const PER_ADDRESS: OwnBucket = OwnBucket {
     max_permits: 30,
     rate: 0.5,
 };
 
-fn user_bucket(username: &str) -> String {
+fn address_text(address: Option<IpAddr>) -> String {
+    address.map_or_else(|| "unknown".to_owned(), |a| a.to_string())
+}
+
+fn pair_bucket(username: &str, address: Option<IpAddr>) -> String {
     // Hashed: a username may hold characters a key should not, and the key leaks nothing.
-    format!(
-        "login-user:{}",
-        &hash_secret(&username.to_lowercase())[..32]
-    )
+    let pair = format!("{}\n{}", username.to_lowercase(), address_text(address));
+    format!("login-pair:{}", &hash_secret(&pair)[..32])
 }
 
 fn address_bucket(address: Option<IpAddr>) -> String {
-    let address = address.map_or_else(|| "unknown".to_owned(), |a| a.to_string());
-    format!("login-addr:{}", &hash_secret(&address)[..32])
+    format!("login-addr:{}", &hash_secret(&address_text(address))[..32])
 }
 
 /// `Some(seconds to wait)` when this attempt is over the limit.
@@ -42,7 +48,7 @@ pub async fn take_attempt(
 ) -> Option<i64> {
     let mut wait_ms = 0;
     for (bucket, limit) in [
-        (user_bucket(username), PER_USER),
+        (pair_bucket(username, address), PER_USER_AND_ADDRESS),
         (address_bucket(address), PER_ADDRESS),
     ] {
         match limiter.take_own_permit(&bucket, limit).await {
@@ -54,9 +60,12 @@ pub async fn take_attempt(
     (wait_ms > 0).then(|| (wait_ms + 999) / 1000)
 }
 
-/// After a good sign-in, the user's failed attempts are forgiven.
-pub async fn forgive(limiter: &Limiter, username: &str) {
-    if let Err(e) = limiter.forget_own_bucket(&user_bucket(username)).await {
+/// After a good sign-in, the failed attempts of this user from this address are forgiven.
+pub async fn forgive(limiter: &Limiter, username: &str, address: Option<IpAddr>) {
+    if let Err(e) = limiter
+        .forget_own_bucket(&pair_bucket(username, address))
+        .await
+    {
         tracing::warn!(error = %e, "sign-in limit not reset: redis unavailable");
     }
 }

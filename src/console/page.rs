@@ -27,6 +27,16 @@ impl Chrome {
         }
     }
 
+    /// For error pages, which may be shown before the session is known (the database
+    /// may be what failed): the main navigation without a user's name.
+    pub fn error_page() -> Self {
+        Self {
+            user: None,
+            section: "error",
+            notice: None,
+        }
+    }
+
     /// The session's CSRF token, for the hidden field of a form: the one place it is
     /// exposed, to the page of the session's own user.
     pub fn csrf(&self) -> &str {

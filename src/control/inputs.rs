@@ -2,7 +2,7 @@
 //! field becomes a 422 naming it, never a generic parse failure; unknown fields are
 //! refused for the same reason (a typo must not be silently ignored).
 
-use serde::Deserialize;
+use serde::{Deserialize, Deserializer};
 use utoipa::ToSchema;
 
 use crate::domain::{FieldError, FieldErrors};
@@ -10,14 +10,18 @@ use crate::domain::{FieldError, FieldErrors};
 #[derive(Debug, Default, Clone, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AppInput {
+    #[serde(default, deserialize_with = "not_null")]
     pub slug: Option<String>,
+    #[serde(default, deserialize_with = "not_null")]
     pub name: Option<String>,
+    #[serde(default, deserialize_with = "not_null")]
     pub description: Option<String>,
 }
 
 #[derive(Debug, Default, Clone, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct KeyInput {
+    #[serde(default, deserialize_with = "not_null")]
     pub label: Option<String>,
 }
 
@@ -25,6 +29,7 @@ pub struct KeyInput {
 #[serde(deny_unknown_fields)]
 pub struct MemberInput {
     /// `owner` or `viewer`.
+    #[serde(default, deserialize_with = "not_null")]
     pub role: Option<String>,
 }
 
@@ -32,24 +37,36 @@ pub struct MemberInput {
 #[derive(Debug, Default, Clone, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PolicyInput {
+    #[serde(default, deserialize_with = "not_null")]
     pub name: Option<String>,
+    #[serde(default, deserialize_with = "not_null")]
     pub owner_app: Option<String>,
     /// `token_bucket`, `fixed_window`, `sliding_log`, `sliding_window`, `concurrency` or
     /// `gcra`. Each takes `max_permits` and its own parameters below, and refuses the rest.
+    #[serde(default, deserialize_with = "not_null")]
     pub algorithm: Option<String>,
     /// Permits per second; fractional allowed (0.2 = 12 per minute). `token_bucket`, `gcra`.
+    #[serde(default, deserialize_with = "not_null")]
     pub rate: Option<f64>,
+    #[serde(default, deserialize_with = "not_null")]
     pub max_permits: Option<i64>,
     /// The window, in ms: `fixed_window`, `sliding_log`, `sliding_window`.
+    #[serde(default, deserialize_with = "not_null")]
     pub window_ms: Option<i64>,
     /// How long a lease lives at most, in ms: `concurrency`.
+    #[serde(default, deserialize_with = "not_null")]
     pub lease_ttl_ms: Option<i64>,
+    #[serde(default, deserialize_with = "not_null")]
     pub allowed_apps: Option<Vec<String>>,
     /// `closed` (default) or `open`.
+    #[serde(default, deserialize_with = "not_null")]
     pub failure_mode: Option<String>,
+    #[serde(default, deserialize_with = "not_null")]
     pub enabled: Option<bool>,
+    #[serde(default, deserialize_with = "not_null")]
     pub description: Option<String>,
     /// On a change: the version the client last saw; a stale one is refused with 409.
+    #[serde(default, deserialize_with = "not_null")]
     pub version: Option<i64>,
 }
 
@@ -78,5 +95,19 @@ pub fn text(field: &str, value: &str, max: usize) -> Result<String, FieldError> 
         ))
     } else {
         Ok(value.to_owned())
+    }
+}
+
+/// For `#[serde(default, deserialize_with = "not_null")]` on an optional input field: the
+/// field may be left out, but `null` is refused (naming the field), never read as "left
+/// out": a client sending `"rate": null` means something, and silence would hide it.
+pub fn not_null<'de, D, T>(deserializer: D) -> Result<Option<T>, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    match Option::<T>::deserialize(deserializer)? {
+        Some(value) => Ok(Some(value)),
+        None => Err(serde::de::Error::custom("must not be null")),
     }
 }

@@ -16,7 +16,7 @@ mod users;
 mod views;
 
 pub use accounts::{NewSession, SESSION_LIFETIME_MS, UserFlags};
-pub use inputs::{AppInput, KeyInput, MemberInput, PolicyInput};
+pub use inputs::{AppInput, KeyInput, MemberInput, PolicyInput, not_null};
 pub use live::{ACTIVITY_MINUTES, LivePolicy};
 pub use views::{ApiKeyView, AppDetail, AppView, AuditView, CreatedKey, MemberView, PolicyView};
 
@@ -39,7 +39,9 @@ pub enum ControlError {
     #[error("the policy was changed meanwhile; its version is now {current}")]
     VersionConflict { current: i64 },
     #[error("redis is unavailable")]
-    Unavailable(#[source] anyhow::Error),
+    RedisUnavailable(#[source] anyhow::Error),
+    #[error("the database is unavailable")]
+    DatabaseUnavailable(#[source] anyhow::Error),
     #[error(transparent)]
     Internal(anyhow::Error),
 }
@@ -48,6 +50,7 @@ impl From<StoreError> for ControlError {
     fn from(e: StoreError) -> Self {
         match e {
             StoreError::Conflict => Self::Conflict("already exists".into()),
+            StoreError::Unavailable(e) => Self::DatabaseUnavailable(e.into()),
             StoreError::Other(e) => Self::Internal(e),
         }
     }

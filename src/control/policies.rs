@@ -166,7 +166,7 @@ impl Control {
         self.limiter
             .bucket_state(&record.spec.name)
             .await
-            .map_err(|e| ControlError::Unavailable(e.into()))?
+            .map_err(|e| ControlError::RedisUnavailable(e.into()))?
             .ok_or(ControlError::NotFound(
                 "policy state in redis (the next sync pass restores it)",
             ))

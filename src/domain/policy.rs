@@ -7,6 +7,9 @@ use super::{Algorithm, AppSlug, FieldError, Millis, PolicyName};
 /// Largest rate and capacity we accept: far above any real limit, and small enough that
 /// token arithmetic in Lua (IEEE doubles) stays exact to well below one permit.
 const MAX_RATE: f64 = 1_000_000.0;
+/// Slowest rate we accept: one permit a year. Below it every time derived from the rate
+/// (when a permit is due, when the bucket is full) would run past what a reply can carry.
+pub const MIN_RATE: f64 = 1.0 / 31_536_000.0;
 const MAX_CAPACITY: i64 = 1_000_000_000;
 pub const MAX_DESCRIPTION_CHARS: usize = 1000;
 
@@ -17,12 +20,15 @@ pub struct Rate(f64);
 
 impl Rate {
     pub fn parse_field(field: &str, value: f64) -> Result<Self, FieldError> {
-        if value.is_finite() && value > 0.0 && value <= MAX_RATE {
+        if value.is_finite() && (MIN_RATE..=MAX_RATE).contains(&value) {
             Ok(Self(value))
         } else {
             Err(FieldError::new(
                 field,
-                format!("must be a number of permits per second above 0 and at most {MAX_RATE}"),
+                format!(
+                    "must be a number of permits per second from one a year ({MIN_RATE:.3e}) \
+                     to {MAX_RATE}"
+                ),
             ))
         }
     }
@@ -153,6 +159,9 @@ mod tests {
         assert!(Rate::parse_field("rate", f64::NAN).is_err());
         assert!(Rate::parse_field("rate", f64::INFINITY).is_err());
         assert!(Rate::parse_field("rate", 2e6).is_err());
+        assert!(Rate::parse_field("rate", 1e-300).is_err());
+        assert!(Rate::parse_field("rate", MIN_RATE).is_ok());
+        assert!(Rate::parse_field("rate", MIN_RATE * 0.99).is_err());
     }
 
     #[test]

@@ -6,7 +6,9 @@ use rand::Rng;
 
 use crate::domain::{Algorithm, AppSlug, Permits, PolicyName};
 
-use super::{Limiter, LimiterError, StateKey, scripts};
+use redis::ScriptInvocation;
+
+use super::{Limiter, LimiterError, PolicyConfig, StateKey, scripts};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Decision {
@@ -92,6 +94,35 @@ impl Limiter {
         }
     }
 
+    /// Puts a policy that Redis lost (a flush, a restart without persistence, an evicted
+    /// or deleted key) back from `config`, and decides the acquire on it, in one round
+    /// trip: the two scripts loaded first (a restarted Redis has none), the config
+    /// written, then the acquire run, on one node (the keys share a hash tag).
+    pub async fn restore_and_acquire(
+        &self,
+        config: &PolicyConfig,
+        permits: Permits,
+        app: &AppSlug,
+    ) -> Result<AcquireOutcome, LimiterError> {
+        let algorithm = config.algorithm;
+        let (acquire, lease) = self.acquire_invocation(&config.name, algorithm, permits, app);
+        let mut pipe = redis::pipe();
+        pipe.load_script(&scripts::SYNC_POLICY)
+            .ignore()
+            .load_script(scripts::acquire_script(algorithm))
+            .ignore()
+            .invoke_script(&self.sync_invocation(config))
+            .ignore()
+            .invoke_script(&acquire);
+        let mut conn = self.conn.clone();
+        let (reply,): (Vec<i64>,) = self.timed(pipe.query_async(&mut conn)).await?;
+        match reply.as_slice() {
+            // Changed again meanwhile: the script of the algorithm Redis now has.
+            [WRONG_ALGORITHM, ..] => self.acquire(&config.name, algorithm, permits, app).await,
+            _ => parse_reply(&reply, lease, algorithm),
+        }
+    }
+
     async fn run_acquire(
         &self,
         name: &PolicyName,
@@ -100,6 +131,19 @@ impl Limiter {
         app: &AppSlug,
     ) -> Result<(Vec<i64>, Option<LeaseId>), LimiterError> {
         let mut conn = self.conn.clone();
+        let (invocation, lease) = self.acquire_invocation(name, algorithm, permits, app);
+        let reply: Vec<i64> = self.timed(invocation.invoke_async(&mut conn)).await?;
+        Ok((reply, lease))
+    }
+
+    /// The acquire script's call, with the lease it would grant (concurrency only).
+    fn acquire_invocation(
+        &self,
+        name: &PolicyName,
+        algorithm: Algorithm,
+        permits: Permits,
+        app: &AppSlug,
+    ) -> (ScriptInvocation<'static>, Option<LeaseId>) {
         let mut invocation = scripts::acquire_script(algorithm).key(self.keys.policy(name));
         // Only the state key this algorithm's script takes: none for the token bucket,
         // the sliding window and GCRA, whose state lives in the hash.
@@ -124,8 +168,7 @@ impl Limiter {
             | Algorithm::SlidingWindow
             | Algorithm::Gcra => {}
         }
-        let reply: Vec<i64> = self.timed(invocation.invoke_async(&mut conn)).await?;
-        Ok((reply, lease))
+        (invocation, lease)
     }
 }
 

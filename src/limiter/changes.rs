@@ -34,6 +34,7 @@ pub async fn listen_for_changes(
     shutdown: CancellationToken,
 ) {
     let first = url.split(',').next().unwrap_or_default().trim().to_owned();
+    let shown = super::redacted(&first);
     let mut connected_before = false;
     while !shutdown.is_cancelled() {
         match subscribe(&first, &channel).await {
@@ -57,9 +58,13 @@ pub async fn listen_for_changes(
                         },
                     }
                 }
-                tracing::warn!("change notices: connection lost; reconnecting");
+                tracing::warn!(redis = %shown, "change notices: connection lost; reconnecting");
             }
-            Err(e) => tracing::warn!(error = %e, "change notices: cannot subscribe; retrying"),
+            Err(e) => tracing::warn!(
+                redis = %shown,
+                error = %e,
+                "change notices: cannot subscribe; retrying"
+            ),
         }
         tokio::select! {
             _ = shutdown.cancelled() => return,

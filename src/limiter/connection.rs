@@ -1,23 +1,72 @@
-//! One Redis node or a Redis Cluster behind one cloneable, multiplexed connection.
+//! One Redis node or a Redis Cluster behind one cloneable, multiplexed connection. Both
+//! are made lazily, so the server starts (and answers by each policy's failure mode)
+//! while Redis is down, and both connect again by themselves once it is back.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
+use arc_swap::ArcSwapOption;
 use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
 use redis::cluster::ClusterClient;
 use redis::cluster_async::ClusterConnection;
-use redis::{Cmd, Pipeline, RedisFuture, Value};
+use redis::{Cmd, ErrorKind, Pipeline, RedisError, RedisFuture, RedisResult, Value};
 
 #[derive(Clone)]
 pub enum RedisConn {
-    /// Reconnects by itself; created lazily so the server starts while Redis is down.
+    /// Reconnects by itself (see [`lost_connection`] for the first call after a loss).
     Single(ConnectionManager),
-    Cluster(ClusterConnection),
+    Cluster(Arc<LazyCluster>),
+}
+
+/// A Redis Cluster connection made at first use, and made again at the next use after an
+/// attempt failed (the cluster connection itself follows failovers and restarts once made).
+pub struct LazyCluster {
+    client: ClusterClient,
+    /// The runtime that drives the connection: the server's own, never the runtime of the
+    /// HTTP worker that happens to call first (it stops with its worker).
+    runtime: tokio::runtime::Handle,
+    conn: ArcSwapOption<ClusterConnection>,
+    /// One connection attempt at a time; the others wait for its result.
+    connecting: tokio::sync::Mutex<()>,
+}
+
+impl LazyCluster {
+    async fn get(&self) -> RedisResult<ClusterConnection> {
+        if let Some(conn) = self.conn.load_full() {
+            return Ok(ClusterConnection::clone(&conn));
+        }
+        let _one_at_a_time = self.connecting.lock().await;
+        if let Some(conn) = self.conn.load_full() {
+            return Ok(ClusterConnection::clone(&conn));
+        }
+        let client = self.client.clone();
+        let conn = self
+            .runtime
+            .spawn(async move { client.get_async_connection().await })
+            .await
+            .map_err(|e| {
+                RedisError::from((ErrorKind::Io, "cluster connect task failed", e.to_string()))
+            })??;
+        self.conn.store(Some(Arc::new(conn.clone())));
+        Ok(conn)
+    }
+}
+
+/// Whether a call failed because the connection is gone (Redis restarted, the socket was
+/// closed): the connection manager then starts a new one, and the call is worth one more
+/// try on it. After a Redis restart the first call on an idle connection fails this way;
+/// retried, it is answered instead of failing by the policy's failure mode. (A command
+/// whose reply was lost with the connection may have run: retried, an acquire then takes
+/// its permits twice, which errs on the side of the limit.)
+fn lost_connection(e: &RedisError) -> bool {
+    e.is_unrecoverable_error() || e.is_io_error()
 }
 
 impl RedisConn {
     /// `url` is one `redis://` URL, or a comma-separated list of them for a cluster.
-    pub async fn connect(url: &str, timeout: Duration) -> anyhow::Result<Self> {
+    /// Checks the URLs; connects at the first call.
+    pub fn new(url: &str, timeout: Duration) -> anyhow::Result<Self> {
         let urls: Vec<&str> = url
             .split(',')
             .map(str::trim)
@@ -38,11 +87,14 @@ impl RedisConn {
                     .connection_timeout(timeout.max(Duration::from_millis(500)))
                     .build()
                     .context("invalid redis cluster urls")?;
-                let conn = client
-                    .get_async_connection()
-                    .await
-                    .context("cannot connect to the redis cluster")?;
-                Ok(Self::Cluster(conn))
+                let runtime = tokio::runtime::Handle::try_current()
+                    .context("a cluster connection is made inside the server's runtime")?;
+                Ok(Self::Cluster(Arc::new(LazyCluster {
+                    client,
+                    runtime,
+                    conn: ArcSwapOption::empty(),
+                    connecting: tokio::sync::Mutex::new(()),
+                })))
             }
         }
     }
@@ -77,8 +129,16 @@ fn manager_config(timeout: Duration) -> ConnectionManagerConfig {
 impl ConnectionLike for RedisConn {
     fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
         match self {
-            Self::Single(c) => c.req_packed_command(cmd),
-            Self::Cluster(c) => c.req_packed_command(cmd),
+            Self::Single(c) => Box::pin(async move {
+                match c.req_packed_command(cmd).await {
+                    Err(e) if lost_connection(&e) => c.req_packed_command(cmd).await,
+                    answered => answered,
+                }
+            }),
+            Self::Cluster(lazy) => Box::pin(async move {
+                let mut conn = lazy.get().await?;
+                conn.req_packed_command(cmd).await
+            }),
         }
     }
 
@@ -89,15 +149,25 @@ impl ConnectionLike for RedisConn {
         count: usize,
     ) -> RedisFuture<'a, Vec<Value>> {
         match self {
-            Self::Single(c) => c.req_packed_commands(pipeline, offset, count),
-            Self::Cluster(c) => c.req_packed_commands(pipeline, offset, count),
+            Self::Single(c) => Box::pin(async move {
+                match c.req_packed_commands(pipeline, offset, count).await {
+                    Err(e) if lost_connection(&e) => {
+                        c.req_packed_commands(pipeline, offset, count).await
+                    }
+                    answered => answered,
+                }
+            }),
+            Self::Cluster(lazy) => Box::pin(async move {
+                let mut conn = lazy.get().await?;
+                conn.req_packed_commands(pipeline, offset, count).await
+            }),
         }
     }
 
     fn get_db(&self) -> i64 {
         match self {
             Self::Single(c) => c.get_db(),
-            Self::Cluster(c) => c.get_db(),
+            Self::Cluster(_) => 0,
         }
     }
 }

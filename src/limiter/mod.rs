@@ -24,6 +24,7 @@ pub use release::ReleaseOutcome;
 pub use state::BucketState;
 pub use writes::PolicyConfig;
 
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Everything that talks to Redis, with one timeout for every call.
@@ -32,6 +33,8 @@ pub struct Limiter {
     conn: RedisConn,
     keys: KeySpace,
     timeout: Duration,
+    /// Where Redis is, as messages may name it (no password).
+    address: Arc<str>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -45,12 +48,20 @@ pub enum LimiterError {
 }
 
 impl Limiter {
-    pub fn new(conn: RedisConn, prefix: &str, timeout: Duration) -> Self {
-        Self {
-            conn,
+    /// A limiter on `url` (one `redis://` URL, or a comma-separated list of a cluster's);
+    /// it connects at its first call, so a server starts while Redis is down.
+    pub fn new(url: &str, prefix: &str, timeout: Duration) -> anyhow::Result<Self> {
+        Ok(Self {
+            conn: RedisConn::new(url, timeout)?,
             keys: KeySpace::new(prefix),
             timeout,
-        }
+            address: url
+                .split(',')
+                .map(|u| redacted(u.trim()))
+                .collect::<Vec<_>>()
+                .join(",")
+                .into(),
+        })
     }
 
     /// The same limiter on a connection of the calling thread's own (single node only;
@@ -61,6 +72,7 @@ impl Limiter {
                 conn,
                 keys: self.keys.clone(),
                 timeout: self.timeout,
+                address: self.address.clone(),
             },
             _ => self.clone(),
         }
@@ -72,6 +84,11 @@ impl Limiter {
 
     pub fn connection(&self) -> RedisConn {
         self.conn.clone()
+    }
+
+    /// Where Redis is (without a password), for messages.
+    pub fn address(&self) -> &str {
+        &self.address
     }
 
     /// Runs a Redis future under the configured timeout: a hung Redis never hangs a client.
@@ -101,5 +118,17 @@ async fn within<T>(
     match tokio::time::timeout(limit, fut).await {
         Ok(result) => Ok(result?),
         Err(_) => Err(LimiterError::Timeout(limit)),
+    }
+}
+
+/// A Redis URL as it may be shown: without its password.
+fn redacted(url: &str) -> String {
+    match url::Url::parse(url) {
+        Ok(mut parsed) if parsed.password().is_some() => {
+            let _ = parsed.set_password(Some("***"));
+            parsed.to_string()
+        }
+        Ok(_) => url.to_owned(),
+        Err(_) => "(an unreadable URL)".to_owned(),
     }
 }

@@ -5,6 +5,7 @@ use std::collections::HashSet;
 use std::time::Duration;
 
 use futures_util::{StreamExt, stream};
+use redis::ScriptInvocation;
 
 use crate::domain::{Algorithm, PolicyName, PolicySpec};
 
@@ -71,6 +72,15 @@ impl Limiter {
     #[tracing::instrument(level = "debug", skip_all, fields(policy = %config.name))]
     pub async fn push_policy(&self, config: &PolicyConfig) -> Result<bool, LimiterError> {
         let mut conn = self.conn.clone();
+        let invocation = self.sync_invocation(config);
+        let fut = invocation.invoke_async::<i64>(&mut conn);
+        let written = within(self.sync_timeout(), fut).await?;
+        Ok(written == 1)
+    }
+
+    /// The sync script's call that writes `config` (and, when the algorithm or window
+    /// changed, discards the old state).
+    pub(super) fn sync_invocation(&self, config: &PolicyConfig) -> ScriptInvocation<'static> {
         let mut invocation = scripts::SYNC_POLICY.key(self.keys.policy(&config.name));
         // The state keys, so that a change of algorithm or window discards old state.
         for key in self.keys.all_state(&config.name) {
@@ -92,9 +102,7 @@ impl Limiter {
             })
             .arg(optional(config.window_ms))
             .arg(optional(config.lease_ttl_ms));
-        let fut = invocation.invoke_async::<i64>(&mut conn);
-        let written = within(self.sync_timeout(), fut).await?;
-        Ok(written == 1)
+        invocation
     }
 
     /// Writes many policies, a bounded number in flight at once.

@@ -15,11 +15,12 @@ mod users;
 
 use std::borrow::Cow;
 use std::str::FromStr;
+use std::time::Duration;
 
 use anyhow::Context;
 use secrecy::{ExposeSecret, SecretString};
 use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
-use sqlx::{Any, AnyPool, AssertSqlSafe, Transaction};
+use sqlx::{Any, AnyConnection, AnyPool, AssertSqlSafe, Connection, Transaction};
 
 pub use access_tokens::TokenOwner;
 pub use api_keys::{ApiKeyRecord, KeyGrant};
@@ -90,18 +91,24 @@ pub enum StoreError {
     /// A unique constraint refused the row (name taken).
     #[error("already exists")]
     Conflict,
+    /// The database cannot be reached (no connection within the pool's acquire timeout,
+    /// or the connection broke): worth retrying later, not a bug.
+    #[error("the database is unreachable: {0}")]
+    Unavailable(#[source] sqlx::Error),
     #[error(transparent)]
     Other(#[from] anyhow::Error),
 }
 
 impl From<sqlx::Error> for StoreError {
     fn from(e: sqlx::Error) -> Self {
-        if let sqlx::Error::Database(db) = &e
-            && db.is_unique_violation()
-        {
-            return Self::Conflict;
+        match &e {
+            sqlx::Error::Database(db) if db.is_unique_violation() => Self::Conflict,
+            sqlx::Error::PoolTimedOut
+            | sqlx::Error::PoolClosed
+            | sqlx::Error::Io(_)
+            | sqlx::Error::WorkerCrashed => Self::Unavailable(e),
+            _ => Self::Other(anyhow::Error::new(e)),
         }
-        Self::Other(anyhow::Error::new(e))
     }
 }
 
@@ -117,8 +124,37 @@ static MIGRATE_POSTGRES: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/
 static MIGRATE_MYSQL: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/mysql");
 static MIGRATE_SQLITE: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/sqlite");
 
+/// How long a request waits for a database connection by default (see
+/// [`Store::connect_with_timeout`]).
+pub const DEFAULT_ACQUIRE_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// How long the first connection at start may take before the start fails, naming why.
+const FIRST_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// A database URL as it may be shown: without its password.
+pub fn redacted(url: &str) -> String {
+    match url::Url::parse(url) {
+        Ok(mut parsed) if parsed.password().is_some() => {
+            let _ = parsed.set_password(Some("***"));
+            parsed.to_string()
+        }
+        Ok(_) => url.to_owned(),
+        Err(_) => "(an unreadable URL)".to_owned(),
+    }
+}
+
 impl Store {
     pub async fn connect(url: &SecretString) -> anyhow::Result<Self> {
+        Self::connect_with_timeout(url, DEFAULT_ACQUIRE_TIMEOUT).await
+    }
+
+    /// Connects once to say at once why the database cannot be reached, if it cannot
+    /// (naming the URL without its password); then opens the pool, whose requests wait
+    /// at most `acquire_timeout` for a connection (an outage answers 503, not a hang).
+    pub async fn connect_with_timeout(
+        url: &SecretString,
+        acquire_timeout: Duration,
+    ) -> anyhow::Result<Self> {
         sqlx::any::install_default_drivers();
         let url = url.expose_secret();
         let backend = Backend::of_url(url)?;
@@ -130,12 +166,25 @@ impl Store {
             }
             _ => url.to_owned(),
         };
-        let options = AnyConnectOptions::from_str(&url).context("invalid database_url")?;
+        let shown = redacted(&url);
+        let options = AnyConnectOptions::from_str(&url)
+            .map_err(|e| anyhow::anyhow!("invalid database_url {shown}: {e}"))?;
+        match tokio::time::timeout(FIRST_CONNECT_TIMEOUT, AnyConnection::connect_with(&options))
+            .await
+        {
+            Err(_) => anyhow::bail!(
+                "cannot connect to the database at {shown}: no answer within {} s",
+                FIRST_CONNECT_TIMEOUT.as_secs()
+            ),
+            Ok(Err(e)) => anyhow::bail!("cannot connect to the database at {shown}: {e}"),
+            Ok(Ok(conn)) => {
+                let _ = conn.close().await;
+            }
+        }
         let pool = AnyPoolOptions::new()
             .max_connections(if backend == Backend::Sqlite { 4 } else { 10 })
-            .connect_with(options)
-            .await
-            .context("cannot connect to the database")?;
+            .acquire_timeout(acquire_timeout)
+            .connect_lazy_with(options);
         if backend == Backend::Sqlite {
             // WAL lets readers run beside the one writer; it is a property of the file,
             // so setting it on one connection is enough.

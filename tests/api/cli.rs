@@ -114,7 +114,7 @@ async fn user_create_refuses_bad_input_clearly() {
 
     let out = ratekeeper(&db, &["token", "create", "nobody"], "");
     assert!(!out.status.success());
-    assert!(text(&out.stderr).contains("user not found"));
+    assert!(text(&out.stderr).contains("no user named \"nobody\""));
     assert!(out.stdout.is_empty());
 }
 
@@ -170,5 +170,133 @@ async fn serve_makes_a_one_time_admin_on_first_start_only() {
     assert_eq!(
         users(ratekeeper::startup::Core::build(&s).await.unwrap()).await,
         (1, true)
+    );
+}
+
+/// Runs the binary to its end, or kills it after `limit`: a start that hangs is a failure
+/// (`None`), not a wait. Returns the exit code and stderr.
+fn run_bounded(cmd: &mut Command, limit: std::time::Duration) -> (Option<i32>, String) {
+    let mut child = cmd
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the binary runs");
+    let deadline = std::time::Instant::now() + limit;
+    let code = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status.code();
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
+    (code, stderr)
+}
+
+#[tokio::test]
+async fn a_database_that_cannot_be_reached_is_named_with_why_and_without_its_password() {
+    let port = free_port();
+    let limit = std::time::Duration::from_secs(20);
+    let cases = [
+        (
+            format!("postgres://bob:s3cret-pw@127.0.0.1:{port}/rk"),
+            format!("127.0.0.1:{port}"),
+            "refused",
+        ),
+        (
+            "postgres://nosuchrole@127.0.0.1:5432/postgres".to_owned(),
+            "nosuchrole".to_owned(),
+            "does not exist",
+        ),
+        (
+            format!("sqlite:///no-such-dir-{}/rk.db", random_suffix()),
+            "/rk.db".to_owned(),
+            "unable to open",
+        ),
+    ];
+    for (url, named, why) in cases {
+        let (code, stderr) = run_bounded(
+            Command::new(env!("CARGO_BIN_EXE_ratekeeper"))
+                .arg("migrate")
+                .env("RATEKEEPER_DATABASE_URL", &url),
+            limit,
+        );
+        assert!(code.is_some_and(|c| c != 0), "{url}: {code:?} {stderr}");
+        assert!(stderr.contains(&named), "{url}: {stderr}");
+        assert_eq!(stderr.matches(why).count(), 1, "{url}: once, {stderr}");
+        assert!(!stderr.contains("s3cret-pw"), "{stderr}");
+    }
+}
+
+#[tokio::test]
+async fn help_names_every_setting_and_the_config_file() {
+    for args in [&["--help"][..], &["serve", "--help"]] {
+        let out = Command::new(env!("CARGO_BIN_EXE_ratekeeper"))
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        let help = text(&out.stdout);
+        for name in [
+            "RATEKEEPER_CONFIG",
+            "RATEKEEPER_LISTEN",
+            "RATEKEEPER_DATABASE_URL",
+            "RATEKEEPER_DATABASE_TIMEOUT_MS",
+            "RATEKEEPER_REDIS_URL",
+            "RATEKEEPER_REDIS_PREFIX",
+            "RATEKEEPER_REDIS_TIMEOUT_MS",
+            "RATEKEEPER_SYNC_INTERVAL_MS",
+            "RATEKEEPER_WORKERS",
+            "RATEKEEPER_LOG_JSON",
+        ] {
+            assert!(help.contains(name), "{args:?} lacks {name}");
+        }
+    }
+}
+
+#[tokio::test]
+async fn logs_written_to_a_pipe_carry_no_colour_codes() {
+    let db = fresh_database(Db::Sqlite).await;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ratekeeper"))
+        .arg("serve")
+        .env("RATEKEEPER_DATABASE_URL", &db)
+        .env("RATEKEEPER_LISTEN", "127.0.0.1:0")
+        .env("RATEKEEPER_REDIS_URL", redis_url())
+        .env(
+            "RATEKEEPER_REDIS_PREFIX",
+            format!("rktest-cli-{}", random_suffix()),
+        )
+        .env("RUST_LOG", "info")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let listening = std::thread::spawn(move || {
+        let mut seen = String::new();
+        for line in std::io::BufRead::lines(std::io::BufReader::new(stderr)) {
+            let line = line.unwrap();
+            seen.push_str(&line);
+            seen.push('\n');
+            if line.contains("ratekeeper listening") {
+                break;
+            }
+        }
+        seen
+    });
+    let seen = tokio::task::spawn_blocking(move || listening.join().unwrap())
+        .await
+        .unwrap();
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(seen.contains("ratekeeper listening"), "{seen}");
+    assert!(
+        !seen.contains('\u{1b}'),
+        "colour codes in a log file: {seen:?}"
     );
 }

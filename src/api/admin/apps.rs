@@ -18,6 +18,7 @@ type Reply = Result<HttpResponse, Problem>;
         (status = 403, description = "Not permitted", body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "An application with this slug exists", body = Problem, content_type = "application/problem+json"),
         (status = 422, description = "Invalid input, each invalid field named", body = Problem, content_type = "application/problem+json"),
+        (status = 503, description = "The database unreachable", body = Problem, content_type = "application/problem+json"),
     ),
     security(("access_token" = []))
 )]
@@ -35,6 +36,7 @@ pub async fn create_app(
     responses(
         (status = 200, description = "The applications the caller may see", body = Vec<AppView>),
         (status = 401, description = "No or bad access token", body = Problem, content_type = "application/problem+json"),
+        (status = 503, description = "The database unreachable", body = Problem, content_type = "application/problem+json"),
     ),
     security(("access_token" = []))
 )]
@@ -49,6 +51,7 @@ pub async fn list_apps(state: web::Data<AppState>, AdminActor(actor): AdminActor
         (status = 401, description = "No or bad access token", body = Problem, content_type = "application/problem+json"),
         (status = 403, description = "Not permitted", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "No such application", body = Problem, content_type = "application/problem+json"),
+        (status = 503, description = "The database unreachable", body = Problem, content_type = "application/problem+json"),
     ),
     security(("access_token" = []))
 )]
@@ -69,6 +72,7 @@ pub async fn get_app(
         (status = 403, description = "Not permitted", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "No such application", body = Problem, content_type = "application/problem+json"),
         (status = 422, description = "Invalid input, each invalid field named", body = Problem, content_type = "application/problem+json"),
+        (status = 503, description = "The database unreachable", body = Problem, content_type = "application/problem+json"),
     ),
     security(("access_token" = []))
 )]
@@ -89,6 +93,7 @@ pub async fn create_key(
         (status = 401, description = "No or bad access token", body = Problem, content_type = "application/problem+json"),
         (status = 403, description = "Not permitted", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "No such application or key", body = Problem, content_type = "application/problem+json"),
+        (status = 503, description = "The database unreachable", body = Problem, content_type = "application/problem+json"),
     ),
     security(("access_token" = []))
 )]
@@ -111,6 +116,7 @@ pub async fn revoke_key(
         (status = 403, description = "Not permitted", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "No such application or user", body = Problem, content_type = "application/problem+json"),
         (status = 422, description = "Invalid input, each invalid field named", body = Problem, content_type = "application/problem+json"),
+        (status = 503, description = "The database unreachable", body = Problem, content_type = "application/problem+json"),
     ),
     security(("access_token" = []))
 )]
@@ -135,6 +141,7 @@ pub async fn set_member(
         (status = 401, description = "No or bad access token", body = Problem, content_type = "application/problem+json"),
         (status = 403, description = "Not permitted", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "No such application or member", body = Problem, content_type = "application/problem+json"),
+        (status = 503, description = "The database unreachable", body = Problem, content_type = "application/problem+json"),
     ),
     security(("access_token" = []))
 )]

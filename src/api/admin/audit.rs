@@ -23,6 +23,7 @@ pub struct AuditQuery {
         (status = 200, description = "Audit events, newest first", body = Vec<AuditView>),
         (status = 400, description = "Malformed query string, or a filter no name could match", body = Problem, content_type = "application/problem+json"),
         (status = 401, description = "No or bad access token", body = Problem, content_type = "application/problem+json"),
+        (status = 503, description = "The database unreachable", body = Problem, content_type = "application/problem+json"),
     ),
     security(("access_token" = []))
 )]

@@ -30,6 +30,7 @@ fn policy_name(path: &web::Path<String>) -> String {
         (status = 403, description = "Not permitted", body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "A policy with this name exists", body = Problem, content_type = "application/problem+json"),
         (status = 422, description = "Invalid input, each invalid field named", body = Problem, content_type = "application/problem+json"),
+        (status = 503, description = "The database unreachable", body = Problem, content_type = "application/problem+json"),
     ),
     security(("access_token" = []))
 )]
@@ -50,6 +51,7 @@ pub async fn create_policy(
         (status = 401, description = "No or bad access token", body = Problem, content_type = "application/problem+json"),
         (status = 403, description = "Not permitted", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "No such application", body = Problem, content_type = "application/problem+json"),
+        (status = 503, description = "The database unreachable", body = Problem, content_type = "application/problem+json"),
     ),
     security(("access_token" = []))
 )]
@@ -72,6 +74,7 @@ pub async fn list_policies(
         (status = 401, description = "No or bad access token", body = Problem, content_type = "application/problem+json"),
         (status = 403, description = "Not permitted", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "No such policy", body = Problem, content_type = "application/problem+json"),
+        (status = 503, description = "The database unreachable", body = Problem, content_type = "application/problem+json"),
     ),
     security(("access_token" = []))
 )]
@@ -98,6 +101,7 @@ pub async fn get_policy(
         (status = 404, description = "No such policy", body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "The version sent is not the policy's current one (see current_version)", body = Problem, content_type = "application/problem+json"),
         (status = 422, description = "Invalid input, each invalid field named", body = Problem, content_type = "application/problem+json"),
+        (status = 503, description = "The database unreachable", body = Problem, content_type = "application/problem+json"),
     ),
     security(("access_token" = []))
 )]
@@ -121,6 +125,7 @@ pub async fn update_policy(
         (status = 401, description = "No or bad access token", body = Problem, content_type = "application/problem+json"),
         (status = 403, description = "Not permitted", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "No such policy", body = Problem, content_type = "application/problem+json"),
+        (status = 503, description = "The database unreachable", body = Problem, content_type = "application/problem+json"),
     ),
     security(("access_token" = []))
 )]
@@ -143,7 +148,7 @@ pub async fn delete_policy(
         (status = 401, description = "No or bad access token", body = Problem, content_type = "application/problem+json"),
         (status = 403, description = "Not permitted", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "No such policy, or no state in Redis yet", body = Problem, content_type = "application/problem+json"),
-        (status = 503, description = "Redis unreachable", body = Problem, content_type = "application/problem+json"),
+        (status = 503, description = "Redis or the database unreachable", body = Problem, content_type = "application/problem+json"),
     ),
     security(("access_token" = []))
 )]

@@ -26,6 +26,7 @@ mod not_found;
 mod owner_changes;
 mod policies;
 mod roles;
+mod security_headers;
 mod sessions;
 mod sign_in;
 mod sign_in_redirects;

@@ -167,3 +167,24 @@ async fn sign_in_attempts_are_limited_per_username() {
         .await
         .assert_redirect("/apps");
 }
+
+#[tokio::test]
+async fn a_guesser_elsewhere_cannot_lock_the_owner_out() {
+    let app = spawn_app(Db::Sqlite).await;
+    app.create_user("olga", None).await;
+    let mut guesser = app.browser_from([127, 0, 0, 2].into());
+    for attempt in 1..=10 {
+        let page = guesser
+            .try_sign_in("olga", &format!("guess {attempt}"))
+            .await;
+        assert_refused(&format!("guess {attempt}"), &page, StatusCode::UNAUTHORIZED);
+    }
+    // The guesser is slowed down, at their address.
+    let page = guesser.try_sign_in("olga", "guess 11").await;
+    assert_refused("eleventh guess", &page, StatusCode::TOO_MANY_REQUESTS);
+    // Olga, at her own address, signs in: a known username is no lockout switch.
+    let mut olga = app.browser_from([127, 0, 0, 3].into());
+    olga.try_sign_in("olga", PASSWORD)
+        .await
+        .assert_redirect("/apps");
+}

@@ -18,7 +18,9 @@ pub struct TestApp {
     /// The bootstrap admin's personal access token.
     pub admin_token: String,
     pub client: reqwest::Client,
-    pub redis: redis::aio::MultiplexedConnection,
+    /// The test's own connection to the server's Redis (made at first use: a test may
+    /// start the server while Redis is down).
+    pub redis: redis::aio::ConnectionManager,
 }
 
 pub async fn spawn_app(db: Db) -> TestApp {
@@ -71,7 +73,11 @@ pub async fn spawn_app_with(settings: Settings) -> TestApp {
             .unwrap(),
     )
     .unwrap();
-    let redis = client.get_multiplexed_async_connection().await.unwrap();
+    let redis = redis::aio::ConnectionManager::new_lazy_with_config(
+        client,
+        redis::aio::ConnectionManagerConfig::new(),
+    )
+    .unwrap();
     TestApp {
         address,
         settings,

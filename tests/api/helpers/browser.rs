@@ -39,6 +39,19 @@ impl TestApp {
         }
     }
 
+    /// A browser that has not signed in, connecting from `address` (a loopback address
+    /// such as 127.0.0.2: the server sees a client of another address).
+    pub fn browser_from(&self, address: std::net::IpAddr) -> Browser {
+        Browser {
+            client: reqwest::Client::builder()
+                .redirect(reqwest::redirect::Policy::none())
+                .local_address(address)
+                .build()
+                .unwrap(),
+            ..self.browser()
+        }
+    }
+
     /// A browser signed in as `username` with the test password.
     pub async fn sign_in(&self, username: &str) -> Browser {
         self.sign_in_with(username, PASSWORD).await

@@ -4,16 +4,19 @@
 //! - `services`: the databases, the Redis URL and a private Redis server;
 //! - `app`: the server on port 0 (`spawn_app`, `TestApp`) and its JSON API calls;
 //! - `html`: a console page (`Page`) and the forms on it, read as a browser reads them;
-//! - `browser`: a browser on the console (`Browser`), signing in and posting forms.
+//! - `browser`: a browser on the console (`Browser`), signing in and posting forms;
+//! - `processes`: servers of the test's own to take down (Redis, a cluster, a TCP proxy).
 
 mod app;
 mod browser;
 mod html;
+mod processes;
 mod services;
 
 pub use app::*;
 pub use browser::*;
 pub use html::*;
+pub use processes::*;
 pub use services::*;
 
 use std::time::{Duration, Instant};

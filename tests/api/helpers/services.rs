@@ -73,6 +73,7 @@ pub fn settings(database_url: &str, redis_url: &str, prefix: &str) -> Settings {
         // Long by default so that tests decide when a reconcile pass runs.
         sync_interval_ms: 60_000,
         redis_timeout_ms: 500,
+        database_timeout_ms: 1000,
         workers: Some(1),
         log_json: false,
     }
