@@ -6,7 +6,17 @@
 # ---- build -------------------------------------------------------------------
 FROM rust:1-bookworm AS builder
 WORKDIR /build
-# Everything the crate compiles in: sources, Lua scripts (include_str!), SQL
+# The dependencies first, in a layer of their own: built from the manifest and the lock
+# file with an empty crate, so that a change to ratekeeper's own code rebuilds only it
+# (seconds to a minute), not the 300 crates under it (minutes).
+COPY Cargo.toml Cargo.lock ./
+RUN mkdir src \
+ && echo 'fn main() {}' > src/main.rs \
+ && touch src/lib.rs \
+ && cargo build --release --locked \
+ && rm -rf src target/release/.fingerprint/ratekeeper-* target/release/deps/ratekeeper-* \
+      target/release/deps/libratekeeper-* target/release/ratekeeper*
+# Then everything the crate compiles in: sources, Lua scripts (include_str!), SQL
 # migrations (sqlx::migrate!), templates and static files. .dockerignore keeps
 # target/, .git and local databases out.
 COPY . .

@@ -25,10 +25,25 @@ CHECKS+=,response_schema_conformance
 # The fuzz dictionaries below (real names mixed into generated requests) reach body fields
 # behind a $ref, as all of ours are, since schemathesis 4.24.2.
 SCHEMATHESIS_REQ='schemathesis>=4.25,<5'
+# schemathesis lives in a virtual environment of the project's (under target/, ignored by
+# git): never in the system's Python, which Debian refuses to change (PEP 668).
+VENV="${RK_FUZZ_VENV:-target/fuzz-venv}"
+if [[ ! -x $VENV/bin/python ]]; then
+    echo "fuzz: making a Python virtual environment in $VENV"
+    if ! python3 -m venv "$VENV" </dev/null; then
+        [[ $(id -u) -eq 0 ]] && command -v apt-get >/dev/null ||
+            { echo "fuzz: python3 -m venv failed; install python3-venv" >&2; exit 1; }
+        echo "fuzz: installing python3-venv with apt-get (Debian's python3 lacks venv without it)"
+        DEBIAN_FRONTEND=noninteractive apt-get -q install -y python3-venv </dev/null
+        rm -rf "$VENV"
+        python3 -m venv "$VENV" </dev/null
+    fi
+fi
+schemathesis() { "$VENV/bin/schemathesis" "$@"; }
 st_version="$(schemathesis --version 2>/dev/null || true)"
 if ! [[ $st_version =~ version\ 4\.([0-9]+) ]] || ((BASH_REMATCH[1] < 25)); then
-    echo "fuzz: installing $SCHEMATHESIS_REQ from PyPI"
-    python3 -m pip install --quiet --disable-pip-version-check "$SCHEMATHESIS_REQ" </dev/null
+    echo "fuzz: installing $SCHEMATHESIS_REQ from PyPI into $VENV"
+    "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check "$SCHEMATHESIS_REQ" </dev/null
 fi
 [[ -x $BIN ]] || cargo build --quiet
 

@@ -7,6 +7,13 @@
 # plus curl. Idempotent: on a machine where everything is up it only reports.
 # Installs from Debian's archive with apt-get when something is missing (needs root).
 # Prints one line per service; exits non-zero with a message if one cannot be brought up.
+#
+# A server that already accepts the URLs the tests use (RK_TEST_POSTGRES_URL,
+# RK_TEST_MYSQL_URL; the defaults above) is never changed. Only when the default local
+# login is refused does it change the local server's configuration, saying what first:
+# a `host all all 127.0.0.1/32 trust` line at the top of pg_hba.conf, or an empty
+# password for MariaDB's root. With URLs of your own that do not work, it changes
+# nothing and says so.
 set -euo pipefail
 
 # start-stop-daemon and friends live in sbin, which a non-login PATH may lack.
@@ -49,14 +56,25 @@ show_log() { # show_log FILE... : last lines of the first log that exists, to st
 }
 
 # ---------------------------------------------------------------- checks
+DEFAULT_PG_URL="postgres://postgres@127.0.0.1:5432"
+DEFAULT_MY_URL="mysql://root@127.0.0.1:3306"
+PG_URL="${RK_TEST_POSTGRES_URL:-$DEFAULT_PG_URL}"
+MY_URL="${RK_TEST_MYSQL_URL:-$DEFAULT_MY_URL}"
+PG_URL="${PG_URL%/}"
+MY_URL="${MY_URL%/}"
+
 pg_alive() { timeout 5 pg_isready -q -h 127.0.0.1 -p 5432 -t 3 >/dev/null 2>&1; }
-pg_login() { # TCP login as postgres without any password
+pg_login() { # the tests' own login: RK_TEST_POSTGRES_URL, database postgres
     env -u PGPASSWORD PGPASSFILE=/dev/null PGCONNECT_TIMEOUT=3 \
-        timeout 10 psql -X -w -h 127.0.0.1 -p 5432 -U postgres -d postgres -Atqc 'select 1'
+        timeout 10 psql -X -w "$PG_URL/postgres" -Atqc 'select 1'
 }
 my_alive() { timeout 5 mysqladmin -h127.0.0.1 -P3306 -uroot --connect-timeout=3 ping >/dev/null 2>&1; }
-my_login() { # TCP login as root with an empty password, ignoring any ~/.my.cnf
-    timeout 10 mariadb --no-defaults -h127.0.0.1 -P3306 -uroot --connect-timeout=3 -e 'select 1'
+my_login() { # the tests' own login: RK_TEST_MYSQL_URL, ignoring any ~/.my.cnf
+    local parts
+    parts="$(python3 -c 'import sys, urllib.parse as u; p = u.urlsplit(sys.argv[1]); print(p.hostname or "127.0.0.1", p.port or 3306, u.unquote(p.username or "root"), u.unquote(p.password or ""))' "$MY_URL")"
+    read -r my_host my_port my_user my_password <<<"$parts"
+    MYSQL_PWD="${my_password:-}" timeout 10 mariadb --no-defaults -h"$my_host" -P"$my_port" \
+        -u"$my_user" --connect-timeout=3 -e 'select 1'
 }
 redis_alive() { [[ "$(timeout 5 redis-cli -h 127.0.0.1 -p 6379 ping 2>/dev/null)" == PONG ]]; }
 
@@ -120,10 +138,14 @@ if ! pg_alive; then
     pg_done+=("started")
 fi
 if ! pg_login >/dev/null 2>&1; then
+    [[ $PG_URL == "$DEFAULT_PG_URL" ]] ||
+        die "postgresql: RK_TEST_POSTGRES_URL ($PG_URL) does not log in; nothing was changed: fix the URL or the server"
     hba="/etc/postgresql/$pg_version/main/pg_hba.conf"
     trust_line='host all all 127.0.0.1/32 trust'
     [[ -n $pg_version && -w $hba ]] ||
         die "postgresql: postgres cannot log in over TCP without a password, and $hba is not writable"
+    say "postgresql: postgres cannot log in on 127.0.0.1 without a password, which the tests need;"
+    say "postgresql: adding '$trust_line' as the first line of $hba and reloading"
     if [[ "$(head -n 1 "$hba")" != "$trust_line" ]]; then
         sed -i "1i $trust_line" "$hba"
     fi
@@ -159,6 +181,10 @@ if ! my_alive; then
     my_done+=("started")
 fi
 if ! my_login >/dev/null 2>&1; then
+    [[ $MY_URL == "$DEFAULT_MY_URL" ]] ||
+        die "mariadb: RK_TEST_MYSQL_URL ($MY_URL) does not log in; nothing was changed: fix the URL or the server"
+    say "mariadb: root cannot log in on 127.0.0.1 with an empty password, which the tests need;"
+    say "mariadb: setting an empty password for root@localhost and root@127.0.0.1 (over the unix socket)"
     # Fix through the unix socket, where OS root gets in by unix_socket auth.
     timeout 30 mariadb -uroot -e "
         ALTER USER 'root'@'localhost' IDENTIFIED VIA mysql_native_password USING PASSWORD('');

@@ -3,6 +3,8 @@
 #   scripts/test.sh                 # everything
 #   scripts/test.sh some_filter     # extra arguments go to `cargo test --all-targets`
 #   scripts/test.sh -- --nocapture
+# RK_AUDIT_DB names an offline copy of the RustSec advisory database for `cargo audit`
+# (by default it fetches the online one). No advisory is ignored.
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -25,14 +27,39 @@ scripts/services.sh
 
 # Each test makes a database of its own (rk_test_<random>); drop those of earlier runs.
 step "dropping test databases of earlier runs"
-for db in $(psql -X -h 127.0.0.1 -U postgres -d postgres -Atc \
-    "SELECT datname FROM pg_database WHERE datname LIKE 'rk\_test\_%'"); do
-    psql -X -q -h 127.0.0.1 -U postgres -d postgres -c "DROP DATABASE IF EXISTS $db WITH (FORCE)"
+pg="${RK_TEST_POSTGRES_URL%/}/postgres"
+for db in $(psql -X "$pg" -Atc "SELECT datname FROM pg_database WHERE datname LIKE 'rk\_test\_%'"); do
+    psql -X -q "$pg" -c "DROP DATABASE IF EXISTS $db WITH (FORCE)"
 done
-for db in $(mariadb --no-defaults -h127.0.0.1 -uroot -N -e "SHOW DATABASES LIKE 'rk\_test\_%'"); do
-    mariadb --no-defaults -h127.0.0.1 -uroot -e "DROP DATABASE IF EXISTS $db"
+read -r my_host my_port my_user my_password <<<"$(python3 -c 'import sys, urllib.parse as u; p = u.urlsplit(sys.argv[1]); print(p.hostname or "127.0.0.1", p.port or 3306, u.unquote(p.username or "root"), u.unquote(p.password or ""))' "$RK_TEST_MYSQL_URL")"
+my() { MYSQL_PWD="${my_password:-}" mariadb --no-defaults -h"$my_host" -P"$my_port" -u"$my_user" "$@"; }
+for db in $(my -N -e "SHOW DATABASES LIKE 'rk\_test\_%'"); do
+    my -e "DROP DATABASE IF EXISTS $db"
 done
 rm -rf "${TMPDIR:-/tmp}/ratekeeper-tests"
+
+step "cargo audit: no dependency with a known vulnerability"
+if ! cargo audit --version >/dev/null 2>&1; then
+    echo "test: installing cargo-audit (cargo install cargo-audit --locked; a few minutes)"
+    cargo install cargo-audit --locked
+fi
+# Against the online RustSec database, or an offline copy named by RK_AUDIT_DB (a clone or
+# snapshot of github.com/rustsec/advisory-db), for machines without a route to GitHub.
+if [[ -n ${RK_AUDIT_DB:-} ]]; then
+    [[ -d $RK_AUDIT_DB/crates ]] || {
+        echo "test: RK_AUDIT_DB=$RK_AUDIT_DB is not an advisory database (no crates/ in it)" >&2
+        exit 1
+    }
+    if [[ -f $RK_AUDIT_DB/SNAPSHOT ]]; then
+        echo "advisory database: $(head -n 1 "$RK_AUDIT_DB/SNAPSHOT")"
+    elif git -C "$RK_AUDIT_DB" log -1 --format='%cs' >/dev/null 2>&1; then
+        echo "advisory database: $RK_AUDIT_DB, last commit $(git -C "$RK_AUDIT_DB" log -1 --format='%cs')"
+    fi
+    cargo audit --db "$RK_AUDIT_DB" --no-fetch --stale
+else
+    echo "advisory database: the online RustSec database (fetched now)"
+    cargo audit
+fi
 
 step "cargo fmt --all -- --check"
 cargo fmt --all -- --check

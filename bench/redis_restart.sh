@@ -1,0 +1,120 @@
+#!/usr/bin/env bash
+# Answers per second through a Redis restart under load: what clients of the acquire API
+# see while Redis goes away and comes back empty (no persistence). A measurement, not a
+# test: it prints a table and asserts nothing.
+#
+#   bash bench/redis_restart.sh      # needs target/release/ratekeeper (cargo build --release)
+#
+# A private Redis on a free loopback port and ratekeeper (release build, SQLite in a temp
+# dir) with two policies of 1,000,000/s: `closed.p` (fails closed) and `open.p` (fails
+# open). Four client threads acquire them in turn for BENCH_SECONDS (12) seconds; after
+# BENCH_RESTART_AT (4) seconds Redis is killed (SIGKILL) and BENCH_DOWN_MS (1000) ms later
+# started again, empty, on the same port. Per second: decided grants, degraded grants
+# (fail open), 503 (fail closed), and anything else (which should be nothing).
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+BIN=${BENCH_BIN:-$ROOT/target/release/ratekeeper}
+SECONDS_TOTAL=${BENCH_SECONDS:-12}
+RESTART_AT=${BENCH_RESTART_AT:-4}
+DOWN_MS=${BENCH_DOWN_MS:-1000}
+[[ -x $BIN ]] || { echo "no $BIN: cargo build --release first" >&2; exit 1; }
+for cmd in redis-server redis-cli python3 curl; do
+    command -v "$cmd" >/dev/null || { echo "$cmd is required" >&2; exit 1; }
+done
+
+TMP=$(mktemp -d)
+SERVER_PID=""
+cleanup() {
+    [[ -n $SERVER_PID ]] && kill "$SERVER_PID" 2>/dev/null && wait "$SERVER_PID" 2>/dev/null
+    # The pid file names the Redis running now (a restart writes it anew).
+    [[ -s $TMP/redis.pid ]] && kill "$(<"$TMP/redis.pid")" 2>/dev/null
+    rm -rf "$TMP"
+}
+trap cleanup EXIT
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+REDIS_PORT=$(free_port)
+HTTP_PORT=$(free_port)
+start_redis() {
+    redis-server --bind 127.0.0.1 --port "$REDIS_PORT" --save "" --appendonly no \
+        --daemonize yes --pidfile "$TMP/redis.pid" --dir "$TMP" --logfile "$TMP/redis.log"
+    for _ in $(seq 1 100); do
+        [[ $(redis-cli -p "$REDIS_PORT" PING 2>/dev/null || true) == PONG ]] && break
+        sleep 0.05
+    done
+    REDIS_PID=$(<"$TMP/redis.pid")
+}
+start_redis
+
+export RATEKEEPER_DATABASE_URL="sqlite://$TMP/bench.db"
+export RATEKEEPER_REDIS_URL="redis://127.0.0.1:$REDIS_PORT"
+export RATEKEEPER_LISTEN="127.0.0.1:$HTTP_PORT"
+export RATEKEEPER_REDIS_PREFIX=restart
+export RUST_LOG=error
+API="http://127.0.0.1:$HTTP_PORT"
+"$BIN" migrate 2>/dev/null
+printf 'restart-bench-pw\n' | "$BIN" user create bench --admin 2>/dev/null
+TOKEN=$("$BIN" token create bench 2>/dev/null)
+"$BIN" serve >"$TMP/server.log" 2>&1 &
+SERVER_PID=$!
+for _ in $(seq 1 100); do curl -fsS "$API/healthz" >/dev/null 2>&1 && break; sleep 0.1; done
+auth=(-H "Authorization: Bearer $TOKEN")
+curl -fsS -X POST "$API/api/v1/apps" "${auth[@]}" -d '{"slug":"bench","name":"Bench"}' >/dev/null
+KEY=$(curl -fsS -X POST "$API/api/v1/apps/bench/keys" "${auth[@]}" -d '{"label":"b"}' |
+    python3 -c 'import json,sys; print(json.load(sys.stdin)["key"])')
+for mode in closed open; do
+    curl -fsS -X POST "$API/api/v1/policies" "${auth[@]}" -d "{\"name\":\"$mode.p\",\"owner_app\":\"bench\",\"rate\":1000000,\"max_permits\":1000000000,\"failure_mode\":\"$mode\"}" >/dev/null
+done
+sleep 1 # the key reaches the snapshot (a change notice); this is set-up, not measured
+
+(
+    sleep "$RESTART_AT"
+    kill -9 "$REDIS_PID"
+    python3 -c "import time; time.sleep($DOWN_MS / 1000)"
+    start_redis
+) &
+RESTARTER=$!
+
+python3 - "$API" "$KEY" "$SECONDS_TOTAL" <<'PY'
+import collections, http.client, json, sys, threading, time
+api, key, total = sys.argv[1], sys.argv[2], float(sys.argv[3])
+host, port = api.split("//")[1].split(":")
+counts = collections.defaultdict(collections.Counter)
+lock = threading.Lock()
+start = time.time()
+
+def client(policy):
+    conn = http.client.HTTPConnection(host, int(port), timeout=5)
+    body = json.dumps({"resource": policy, "permits": 1})
+    headers = {"Authorization": "Bearer " + key, "Content-Type": "application/json"}
+    while time.time() - start < total:
+        try:
+            conn.request("POST", "/v1/acquire", body, headers)
+            r = conn.getresponse()
+            data = r.read()
+            if r.status == 200 and b'"degraded":true' in data:
+                kind = "degraded"
+            elif r.status == 200:
+                kind = "decided"
+            else:
+                kind = str(r.status)
+        except Exception:
+            conn = http.client.HTTPConnection(host, int(port), timeout=5)
+            kind = "conn-error"
+        second = int(time.time() - start)
+        with lock:
+            counts[second][(policy, kind)] += 1
+
+threads = [threading.Thread(target=client, args=(p,)) for p in ["closed.p", "open.p"] * 2]
+for t in threads: t.start()
+for t in threads: t.join()
+kinds = ["decided", "degraded", "503"]
+print(f"{'second':>6}  {'closed.p decided':>16} {'closed.p 503':>12}  {'open.p decided':>14} {'open.p degraded':>15}  {'anything else':>13}")
+for s in sorted(counts):
+    c = counts[s]
+    other = sum(v for (p, k), v in c.items() if (p, k) not in
+                {("closed.p", "decided"), ("closed.p", "503"), ("open.p", "decided"), ("open.p", "degraded")})
+    print(f"{s:>6}  {c[('closed.p','decided')]:>16} {c[('closed.p','503')]:>12}  {c[('open.p','decided')]:>14} {c[('open.p','degraded')]:>15}  {other:>13}")
+PY
+wait "$RESTARTER"
