@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
-# Answers per second through a Redis restart under load: what clients of the acquire API
-# see while Redis goes away and comes back empty (no persistence). A measurement, not a
-# test: it prints a table and asserts nothing.
+# What clients and operators see through Redis outages, measured (not a test: it prints
+# and asserts nothing):
+#  1. answers per second through a Redis restart under load, while Redis goes away and
+#     comes back empty (no persistence);
+#  2. /metrics and the server's memory before and after BENCH_NAMES (10,000) acquires of
+#     made-up resource names while Redis is down (they must stay flat).
 #
-#   bash bench/redis_restart.sh      # needs target/release/ratekeeper (cargo build --release)
+#   bash bench/outages.sh      # needs target/release/ratekeeper (cargo build --release)
 #
 # A private Redis on a free loopback port and ratekeeper (release build, SQLite in a temp
 # dir) with two policies of 1,000,000/s: `closed.p` (fails closed) and `open.p` (fails
@@ -16,6 +19,7 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BIN=${BENCH_BIN:-$ROOT/target/release/ratekeeper}
 SECONDS_TOTAL=${BENCH_SECONDS:-12}
+NAMES=${BENCH_NAMES:-10000}
 RESTART_AT=${BENCH_RESTART_AT:-4}
 DOWN_MS=${BENCH_DOWN_MS:-1000}
 [[ -x $BIN ]] || { echo "no $BIN: cargo build --release first" >&2; exit 1; }
@@ -118,3 +122,47 @@ for s in sorted(counts):
     print(f"{s:>6}  {c[('closed.p','decided')]:>16} {c[('closed.p','503')]:>12}  {c[('open.p','decided')]:>14} {c[('open.p','degraded')]:>15}  {other:>13}")
 PY
 wait "$RESTARTER"
+
+echo
+echo "made-up resource names while Redis is down ($NAMES acquires):"
+kill "$(<"$TMP/redis.pid")"
+python3 - "$API" "$KEY" "$NAMES" "$SERVER_PID" <<'PY'
+import concurrent.futures, http.client, json, secrets, sys
+api, key, n, pid = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+host, port = api.split("//")[1].split(":")
+
+def rss_kb():
+    for line in open(f"/proc/{pid}/status"):
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+
+def metrics():
+    conn = http.client.HTTPConnection(host, int(port), timeout=10)
+    conn.request("GET", "/metrics")
+    return conn.getresponse().read()
+
+def acquire(names):
+    conn = http.client.HTTPConnection(host, int(port), timeout=10)
+    statuses = {}
+    for name in names:
+        conn.request("POST", "/v1/acquire", json.dumps({"resource": name}),
+                     {"Authorization": "Bearer " + key, "Content-Type": "application/json"})
+        r = conn.getresponse()
+        r.read()
+        statuses[r.status] = statuses.get(r.status, 0) + 1
+    return statuses
+
+before, rss_before = metrics(), rss_kb()
+names = [f"made.up.{secrets.token_hex(6)}" for _ in range(n)]
+chunks = [names[i::4] for i in range(4)]
+with concurrent.futures.ThreadPoolExecutor(4) as pool:
+    statuses = {}
+    for part in pool.map(acquire, chunks):
+        for status, count in part.items():
+            statuses[status] = statuses.get(status, 0) + count
+after, rss_after = metrics(), rss_kb()
+series = lambda text: sum(1 for l in text.decode().splitlines() if l.startswith("ratekeeper_decisions_total"))
+print(f"  answers: {statuses}")
+print(f"  /metrics: {len(before)} bytes before, {len(after)} after; decision series {series(before)} -> {series(after)}")
+print(f"  server RSS: {rss_before} kB before, {rss_after} kB after")
+PY
