@@ -65,9 +65,36 @@ pub struct PolicyInput {
     pub enabled: Option<bool>,
     #[serde(default, deserialize_with = "not_null")]
     pub description: Option<String>,
+    /// `global` (default: one bucket for all), `per_app` (one per calling application) or
+    /// `per_key` (one per key the client names in each acquire). A change of scope starts
+    /// every bucket afresh.
+    #[serde(default, deserialize_with = "not_null")]
+    pub scope: Option<String>,
+    /// Other limits for some callers of a keyed policy (at most 1,000); replaces the
+    /// list as a whole on a change.
+    #[serde(default, deserialize_with = "not_null")]
+    pub overrides: Option<Vec<OverrideInput>>,
     /// On a change: the version the client last saw; a stale one is refused with 409.
     #[serde(default, deserialize_with = "not_null")]
     pub version: Option<i64>,
+}
+
+/// Other limits for one caller: `match` is an app slug (`per_app`) or a key (`per_key`);
+/// each other field given replaces the policy's (only the fields its algorithm takes).
+#[derive(Debug, Default, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct OverrideInput {
+    #[serde(rename = "match", default, deserialize_with = "not_null")]
+    #[schema(rename = "match")]
+    pub matches: Option<String>,
+    #[serde(default, deserialize_with = "not_null")]
+    pub max_permits: Option<i64>,
+    #[serde(default, deserialize_with = "not_null")]
+    pub rate: Option<f64>,
+    #[serde(default, deserialize_with = "not_null")]
+    pub window_ms: Option<i64>,
+    #[serde(default, deserialize_with = "not_null")]
+    pub lease_ttl_ms: Option<i64>,
 }
 
 /// A required field's value, or an error naming it.

@@ -10,15 +10,18 @@ mod inputs;
 mod keys;
 mod live;
 mod members;
+mod overrides;
 mod policies;
 mod policy_spec;
 mod users;
 mod views;
 
 pub use accounts::{NewSession, SESSION_LIFETIME_MS, UserFlags};
-pub use inputs::{AppInput, KeyInput, MemberInput, PolicyInput, not_null};
+pub use inputs::{AppInput, KeyInput, MemberInput, OverrideInput, PolicyInput, not_null};
 pub use live::{ACTIVITY_MINUTES, LivePolicy};
-pub use views::{ApiKeyView, AppDetail, AppView, AuditView, CreatedKey, MemberView, PolicyView};
+pub use views::{
+    ApiKeyView, AppDetail, AppView, AuditView, CreatedKey, MemberView, OverrideView, PolicyView,
+};
 
 use crate::auth::{Actor, Permission};
 use crate::domain::{AppSlug, FieldError, FieldErrors, MemberRole};

@@ -1,7 +1,7 @@
 use serde_json::json;
 
 use crate::auth::{Actor, Permission};
-use crate::domain::{FieldError, PolicyName, PolicySpec};
+use crate::domain::{AppSlug, FieldError, FieldErrors, PolicyName, PolicySpec, Scope};
 use crate::limiter::BucketState;
 use crate::store::{AuditEntry, PolicyRecord, StoreError};
 
@@ -194,15 +194,32 @@ impl Control {
     }
 }
 
+/// The applications a spec names exist: its allowed apps and, for a per_app policy, its
+/// overrides' matches (each named in the error).
 async fn check_apps_exist(tx: &mut crate::store::Tx, spec: &PolicySpec) -> ControlResult<()> {
+    let mut errors = FieldErrors::default();
     let unknown = tx.unknown_slugs(&spec.allowed_apps).await?;
-    if unknown.is_empty() {
-        Ok(())
-    } else {
-        Err(FieldError::new(
+    if !unknown.is_empty() {
+        errors.push(
             "allowed_apps",
             format!("no such application: {}", unknown.join(", ")),
-        )
-        .into())
+        );
     }
+    if spec.scope == Scope::PerApp && !spec.overrides.is_empty() {
+        let slugs: Vec<AppSlug> = spec
+            .overrides
+            .iter()
+            .filter_map(|o| AppSlug::parse(&o.matches).ok())
+            .collect();
+        let unknown = tx.unknown_slugs(&slugs).await?;
+        for (i, o) in spec.overrides.iter().enumerate() {
+            if unknown.contains(&o.matches) {
+                errors.push(
+                    format!("overrides[{i}].match"),
+                    format!("no such application: {}", o.matches),
+                );
+            }
+        }
+    }
+    Ok(errors.into_result()?)
 }

@@ -9,6 +9,7 @@ use crate::domain::{
 };
 
 use super::inputs::{PolicyInput, required};
+use super::overrides::{ScopeParts, scope_parts};
 
 /// A new policy: `name`, `owner_app` and `max_permits` (and the algorithm's own
 /// parameters) are required; the rest default (token bucket, fail closed, enabled,
@@ -31,6 +32,7 @@ pub fn new_policy(input: &PolicyInput) -> Result<PolicySpec, FieldErrors> {
     let common = Common::of(&mut errors, input, None);
     let allowed_apps =
         allowed_apps(&mut errors, input).or_else(|| owner_app.clone().map(|o| vec![o]));
+    let scope = scope_parts(&mut errors, input, algorithm, None);
     if input.version.is_some() {
         errors.push("version", "is only accepted on a change");
     }
@@ -43,6 +45,7 @@ pub fn new_policy(input: &PolicyInput) -> Result<PolicySpec, FieldErrors> {
         params,
         common,
         allowed_apps,
+        scope,
     })
 }
 
@@ -76,6 +79,7 @@ pub fn patched_policy(
     let common = Common::of(&mut errors, input, Some(current));
     let allowed_apps =
         allowed_apps(&mut errors, input).or_else(|| Some(current.allowed_apps.clone()));
+    let scope = scope_parts(&mut errors, input, algorithm, Some(current));
     errors.clone().into_result()?;
     assemble(Parts {
         name: Some(current.name.clone()),
@@ -85,6 +89,7 @@ pub fn patched_policy(
         params,
         common,
         allowed_apps,
+        scope,
     })
 }
 
@@ -97,6 +102,7 @@ struct Parts {
     params: Params,
     common: Common,
     allowed_apps: Option<Vec<AppSlug>>,
+    scope: ScopeParts,
 }
 
 /// The spec, once every field parsed (the callers return on any error first).
@@ -120,6 +126,8 @@ fn assemble(parts: Parts) -> Result<PolicySpec, FieldErrors> {
             .common
             .description
             .ok_or_else(|| missing("description"))?,
+        scope: parts.scope.scope.ok_or_else(|| missing("scope"))?,
+        overrides: parts.scope.overrides.ok_or_else(|| missing("overrides"))?,
     })
 }
 

@@ -3,7 +3,7 @@
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use crate::domain::{Algorithm, FailureMode};
+use crate::domain::{Algorithm, FailureMode, Override, Scope};
 use crate::store::{ApiKeyRecord, AppRecord, AuditRecord, MemberRecord, PolicyRecord};
 
 /// Unix ms as RFC 3339 (UTC), how every time leaves the API.
@@ -121,9 +121,42 @@ pub struct PolicyView {
     pub failure_mode: FailureMode,
     pub enabled: bool,
     pub description: String,
+    /// Whose bucket: `global`, `per_app` or `per_key`.
+    pub scope: Scope,
+    /// Other limits for some callers (keyed scopes only).
+    pub overrides: Vec<OverrideView>,
     pub version: i64,
     pub created_at: String,
     pub updated_at: String,
+}
+
+/// One caller's other limits; the fields it does not set are the policy's.
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+pub struct OverrideView {
+    /// The app slug (`per_app`) or the key (`per_key`).
+    #[serde(rename = "match")]
+    #[schema(rename = "match")]
+    pub matches: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_permits: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rate: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub window_ms: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lease_ttl_ms: Option<i64>,
+}
+
+impl From<&Override> for OverrideView {
+    fn from(o: &Override) -> Self {
+        Self {
+            matches: o.matches.clone(),
+            max_permits: o.max_permits.map(|m| m.get()),
+            rate: o.rate.map(|r| r.get()),
+            window_ms: o.window_ms.map(|w| w.get()),
+            lease_ttl_ms: o.lease_ttl_ms.map(|l| l.get()),
+        }
+    }
 }
 
 impl From<&PolicyRecord> for PolicyView {
@@ -141,6 +174,8 @@ impl From<&PolicyRecord> for PolicyView {
             failure_mode: s.failure_mode,
             enabled: s.enabled,
             description: s.description.clone(),
+            scope: s.scope,
+            overrides: s.overrides.iter().map(OverrideView::from).collect(),
             version: r.version,
             created_at: rfc3339(r.created_ms),
             updated_at: rfc3339(r.updated_ms),

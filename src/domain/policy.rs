@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{Algorithm, AppSlug, FieldError, Millis, PolicyName};
+use super::{Algorithm, AppSlug, FieldError, Millis, Override, PolicyName, Scope};
 
 /// Largest rate and capacity we accept: far above any real limit, and small enough that
 /// token arithmetic in Lua (IEEE doubles) stays exact to well below one permit.
@@ -124,6 +124,10 @@ pub struct PolicySpec {
     pub failure_mode: FailureMode,
     pub enabled: bool,
     pub description: String,
+    /// Whose bucket: shared, per calling app, or per client-named key.
+    pub scope: Scope,
+    /// Other limits for some callers; empty unless the scope is keyed.
+    pub overrides: Vec<Override>,
 }
 
 /// Free text of at most [`MAX_DESCRIPTION_CHARS`]; line breaks and tabs are fine, other

@@ -1,7 +1,8 @@
 use anyhow::Context;
 
 use crate::domain::{
-    Algorithm, AppSlug, FailureMode, MaxPermits, Millis, Param, PolicyName, PolicySpec, Rate,
+    Algorithm, AppSlug, FailureMode, MaxPermits, Millis, Override, Param, PolicyName, PolicySpec,
+    Rate, Scope,
 };
 
 use super::{StoreError, StoreResult, Tx, new_id, now_ms};
@@ -30,9 +31,68 @@ struct PolicyRow {
     failure_mode: String,
     enabled: i64,
     description: String,
+    scope: String,
+    overrides: Option<String>,
     version: i64,
     created_ms: i64,
     updated_ms: i64,
+}
+
+/// An override as the `overrides` column holds it (a JSON array of these).
+#[derive(serde::Serialize, serde::Deserialize)]
+struct StoredOverride {
+    #[serde(rename = "match")]
+    matches: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    max_permits: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    rate: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    window_ms: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    lease_ttl_ms: Option<i64>,
+}
+
+impl StoredOverride {
+    fn of(o: &Override) -> Self {
+        Self {
+            matches: o.matches.clone(),
+            max_permits: o.max_permits.map(MaxPermits::get),
+            rate: o.rate.map(Rate::get),
+            window_ms: o.window_ms.map(Millis::get),
+            lease_ttl_ms: o.lease_ttl_ms.map(Millis::get),
+        }
+    }
+
+    fn parse(self) -> anyhow::Result<Override> {
+        Ok(Override {
+            max_permits: self
+                .max_permits
+                .map(|m| MaxPermits::parse_field("max_permits", m))
+                .transpose()?,
+            rate: self
+                .rate
+                .map(|r| Rate::parse_field("rate", r))
+                .transpose()?,
+            window_ms: self
+                .window_ms
+                .map(|w| Millis::parse_field("window_ms", w))
+                .transpose()?,
+            lease_ttl_ms: self
+                .lease_ttl_ms
+                .map(|l| Millis::parse_field("lease_ttl_ms", l))
+                .transpose()?,
+            matches: self.matches,
+        })
+    }
+}
+
+/// The `overrides` column: NULL when there are none.
+fn overrides_json(spec: &PolicySpec) -> Option<String> {
+    (!spec.overrides.is_empty()).then(|| {
+        let stored: Vec<StoredOverride> = spec.overrides.iter().map(StoredOverride::of).collect();
+        serde_json::to_string(&stored).expect("overrides serialise")
+    })
 }
 
 impl PolicyRow {
@@ -70,6 +130,14 @@ impl PolicyRow {
                 failure_mode: FailureMode::parse_field("failure_mode", &self.failure_mode)?,
                 enabled: self.enabled != 0,
                 description: self.description,
+                scope: Scope::parse_field("scope", &self.scope)?,
+                overrides: match &self.overrides {
+                    None => Vec::new(),
+                    Some(text) => serde_json::from_str::<Vec<StoredOverride>>(text)?
+                        .into_iter()
+                        .map(StoredOverride::parse)
+                        .collect::<anyhow::Result<_>>()?,
+                },
             };
             Ok(PolicyRecord {
                 id: self.id,
@@ -86,7 +154,7 @@ impl PolicyRow {
 }
 
 const SELECT: &str = "SELECT p.id, p.name, a.slug AS owner_app, p.algorithm, p.rate, \
-    p.max_permits, p.window_ms, p.lease_ttl_ms, p.allowed_apps, p.failure_mode, p.enabled, p.description, p.version, \
+    p.max_permits, p.window_ms, p.lease_ttl_ms, p.allowed_apps, p.failure_mode, p.enabled, p.description, p.scope, p.overrides, p.version, \
     p.created_ms, p.updated_ms FROM policies p JOIN apps a ON a.id = p.app_id";
 
 fn apps_json(spec: &PolicySpec) -> String {
@@ -116,8 +184,9 @@ impl Tx {
         };
         sqlx::query(self.sql(
             "INSERT INTO policies (id, name, app_id, algorithm, rate, max_permits, window_ms, \
-             lease_ttl_ms, allowed_apps, failure_mode, enabled, description, version, created_ms, \
-             updated_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+             lease_ttl_ms, allowed_apps, failure_mode, enabled, description, scope, overrides, \
+             version, created_ms, updated_ms) \
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         ))
         .bind(&record.id)
         .bind(spec.name.as_str())
@@ -131,6 +200,8 @@ impl Tx {
         .bind(spec.failure_mode.as_str())
         .bind(i64::from(spec.enabled))
         .bind(&spec.description)
+        .bind(spec.scope.as_str())
+        .bind(overrides_json(spec))
         .bind(record.version)
         .bind(now)
         .bind(now)
@@ -150,7 +221,8 @@ impl Tx {
         let now = now_ms();
         let done = sqlx::query(self.sql(
             "UPDATE policies SET algorithm = ?, rate = ?, max_permits = ?, window_ms = ?, \
-             lease_ttl_ms = ?, allowed_apps = ?, failure_mode = ?, enabled = ?, description = ?, version = version + 1, updated_ms = ? \
+             lease_ttl_ms = ?, allowed_apps = ?, failure_mode = ?, enabled = ?, description = ?, \
+             scope = ?, overrides = ?, version = version + 1, updated_ms = ? \
              WHERE id = ? AND version = ?",
         ))
         .bind(spec.algorithm.as_str())
@@ -162,6 +234,8 @@ impl Tx {
         .bind(spec.failure_mode.as_str())
         .bind(i64::from(spec.enabled))
         .bind(&spec.description)
+        .bind(spec.scope.as_str())
+        .bind(overrides_json(spec))
         .bind(now)
         .bind(&current.id)
         .bind(current.version)

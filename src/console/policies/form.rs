@@ -144,6 +144,8 @@ impl PolicyForm {
             enabled: Some(self.enabled.is_some()),
             // Browsers send line breaks as CRLF; store them as typed.
             description: Some(self.description.replace("\r\n", "\n")),
+            scope: None,
+            overrides: None,
             version,
         })
     }

@@ -36,7 +36,7 @@ const ALGORITHMS: [&str; 6] = [
 const DAY_MS: i64 = 86_400_000;
 
 /// The fields every policy has in JSON, whatever its algorithm.
-const COMMON_FIELDS: [&str; 11] = [
+const COMMON_FIELDS: [&str; 13] = [
     "name",
     "owner_app",
     "algorithm",
@@ -45,6 +45,8 @@ const COMMON_FIELDS: [&str; 11] = [
     "failure_mode",
     "enabled",
     "description",
+    "scope",
+    "overrides",
     "version",
     "created_at",
     "updated_at",

@@ -68,6 +68,8 @@ fn spec(name: &str, owner: &str, rate: f64, max_permits: i64, allowed: &[&str]) 
         failure_mode: FailureMode::Closed,
         enabled: true,
         description: String::new(),
+        scope: ratekeeper::domain::Scope::Global,
+        overrides: Vec::new(),
     }
 }
 
