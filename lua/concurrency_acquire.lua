@@ -44,64 +44,10 @@ local max_permits, version, ttl = policy.max_permits, policy.version, policy.par
 -- Redis time in ms (fractional, microseconds kept).
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000
-local now_s = string.format('%.17g', now)
 
-local function ms_until(score)
-  local ms = math.ceil(tonumber(score) - now)
-  if ms < 0 then
-    return 0
-  end
-  return ms
-end
-
-local function reset_after()
-  local last = redis.call('ZRANGE', leases, -1, -1, 'WITHSCORES')
-  if last[2] then
-    return ms_until(last[2])
-  end
-  return 0
-end
-
-local prefix = app .. '|' .. lease_id .. '|'
-
-if not policy.enabled then
-  -- Read only: expired leases are only counted out, not removed.
-  local held = redis.call('ZCOUNT', leases, '(' .. now_s, '+inf')
-  return {2, math.max(max_permits - held, 0), 0, reset_after(), max_permits, version}
-end
-
--- A lease expires at its score: reclaim every one whose time has come.
-redis.call('ZREMRANGEBYSCORE', leases, '-inf', now_s)
-local held = redis.call('ZCARD', leases)
-
-if held + permits <= max_permits then
-  local expiry = string.format('%.17g', now + ttl)
-  local i = 1
-  -- ZADD in batches: unpack() of a huge table would overflow Lua's C stack.
-  while i <= permits do
-    local args = {}
-    local last = math.min(i + 499, permits)
-    for j = i, last do
-      args[#args + 1] = expiry
-      args[#args + 1] = prefix .. j
-    end
-    redis.call('ZADD', leases, unpack(args))
-    i = last + 1
-  end
-  held = held + permits
-  -- The set lives as long as its last lease (lease_ttl_ms may have been lowered since
-  -- older leases were taken, so ask the set rather than assume this one is the last).
-  local reset = reset_after()
-  redis.call('PEXPIRE', leases, reset + 1)
-  return {1, max_permits - held, 0, reset, max_permits, version}
-end
-
--- Denied: nothing taken. Room comes when the (held + permits - max_permits)-th
--- soonest-expiring lease expires.
-local needed = held + permits - max_permits
-local retry = 0
-local nth = redis.call('ZRANGE', leases, needed - 1, needed - 1, 'WITHSCORES')
-if nth[2] then
-  retry = ms_until(nth[2])
-end
-return {-1, math.max(max_permits - held, 0), retry, reset_after(), max_permits, version}
+-- The decision (lua/lib/concurrency.lua, loaded ahead of this).
+local reply = concurrency_acquire(leases, max_permits, ttl, now, permits,
+  app .. '|' .. lease_id .. '|', policy.enabled)
+reply[5] = max_permits
+reply[6] = version
+return reply

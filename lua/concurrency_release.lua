@@ -37,35 +37,8 @@ end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000
 
--- An expired lease is reclaimed, never released: its permits were already free.
-redis.call('ZREMRANGEBYSCORE', leases, '-inf', string.format('%.17g', now))
-
--- The members of one lease are "<app>|<lease id>|1" .. "|<permits>", contiguous from 1:
--- remove them in batches until a batch comes back short.
-local prefix = app .. '|' .. lease_id .. '|'
-local released = 0
-local i = 1
-while true do
-  local members = {}
-  for j = i, i + 99 do
-    members[#members + 1] = prefix .. j
-  end
-  local n = redis.call('ZREM', leases, unpack(members))
-  released = released + n
-  if n < #members then
-    break
-  end
-  i = i + 100
-end
-
-local held = redis.call('ZCARD', leases)
-local reset = 0
-local last = redis.call('ZRANGE', leases, -1, -1, 'WITHSCORES')
-if last[2] then
-  reset = math.max(math.ceil(tonumber(last[2]) - now), 0)
-end
-local code = 1
-if released == 0 then
-  code = -5
-end
-return {code, math.max(max_permits - held, 0), released, reset, max_permits, version}
+-- The release (lua/lib/concurrency.lua, loaded ahead of this).
+local reply = concurrency_release(leases, max_permits, now, app .. '|' .. lease_id .. '|')
+reply[5] = max_permits
+reply[6] = version
+return reply

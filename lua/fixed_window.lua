@@ -35,41 +35,16 @@ local max_permits, version, window = policy.max_permits, policy.version, policy.
 -- Redis time in whole microseconds (exact in a double), windows in whole ms.
 local t = redis.call('TIME')
 local now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
-local now_ms = math.floor(now_us / 1000)
-local start = now_ms - now_ms % window
 
+-- The decision (lua/lib/fixed_window.lua, loaded ahead of this).
 local c = redis.call('HMGET', counter, 'start', 'count')
-local stored_start = tonumber(c[1])
-local count = 0
-if stored_start and stored_start >= start then
-  -- The current window (or, after a clock that went back, a later one: keep counting in
-  -- it rather than grant a fresh window twice).
-  start = stored_start
-  count = tonumber(c[2]) or 0
-end
--- An older window's counter is simply ignored (it expires by itself at its window's end).
-
-local window_end_us = (start + window) * 1000
-local to_next = math.ceil((window_end_us - now_us) / 1000)
-if to_next < 0 then
-  to_next = 0
-end
-
-if not policy.enabled then
-  local reset = 0
-  if count > 0 then
-    reset = to_next
-  end
-  return {2, math.max(max_permits - count, 0), 0, reset, max_permits, version}
-end
-
-if count + permits <= max_permits then
-  count = count + permits
-  redis.call('HSET', counter, 'start', start, 'count', count)
+local reply, state, ttl = fixed_window_decide(tonumber(c[1]), tonumber(c[2]), max_permits,
+  window, now_us, permits, policy.enabled)
+if state then
+  redis.call('HSET', counter, 'start', state[1], 'count', state[2])
   -- Expire with the window: at least 1 ms ahead, since now < start + window.
-  redis.call('PEXPIRE', counter, math.max(to_next, 1))
-  return {1, max_permits - count, 0, to_next, max_permits, version}
+  redis.call('PEXPIRE', counter, ttl)
 end
-
--- Denied: nothing is written; the counter of this window already carries its TTL.
-return {-1, math.max(max_permits - count, 0), to_next, to_next, max_permits, version}
+reply[5] = max_permits
+reply[6] = version
+return reply

@@ -11,11 +11,7 @@
 -- State, in the same hash, written only here: tat, the theoretical arrival time in ms
 -- (fractional, kept with %.17g).
 --
--- With the emission interval T = 1000 / rate ms and the burst tolerance
--- tau = (max_permits - 1) * T, a request of n permits is granted when
---   new_tat - now <= tau + T, where new_tat = max(tat, now) + n * T
--- (for n = 1: tat - now <= tau, the standard test), and then tat = new_tat. A fresh or
--- long idle policy allows max_permits at once, like a full token bucket.
+-- The decision itself is lua/lib/gcra.lua.
 --
 -- Reply: {code, remaining, retry_after_ms, reset_after_ms, max_permits, version}
 --   code  1 granted; -1 denied (nothing written); 0 no such policy; -2 app not allowed;
@@ -40,55 +36,13 @@ local max_permits, version, rate = policy.max_permits, policy.version, policy.pa
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000
 
-local T = 1000 / rate
-local limit = max_permits * T -- tau + T
--- A tat in the past is a full burst: count from now. A tat in the future (a clock that went
--- back, or permits taken) is kept as it is.
-local tat = tonumber(policy.extra[1])
-if not tat or tat < now then
-  tat = now
-end
-
--- A hair of tolerance so that float rounding never denies a permit that is due.
-local EPSILON = 1e-9
-
--- Times in replies are capped at 10^15 ms (some 31,700 years): a slow rate with a large
--- capacity could otherwise yield more ms than an integer reply holds.
-local MAX_MS = 1e15
-local function ceil_ms(ms)
-  if ms <= 0 then
-    return 0
-  end
-  return math.min(math.ceil(ms), MAX_MS)
-end
-
-local function remaining_at(tat_)
-  local r = math.floor((limit - (tat_ - now)) / T + EPSILON)
-  if r < 0 then
-    return 0
-  end
-  if r > max_permits then
-    return max_permits
-  end
-  return r
-end
-
-if not policy.enabled then
-  return {2, remaining_at(tat), 0, ceil_ms(tat - now), max_permits, version}
-end
-
--- Compared as durations from now, not as absolute times: at the largest capacities with
--- the slowest rates, now + permits * T is so large that adding now loses more than the
--- tolerance, and a full burst would be refused.
-local backlog = tat - now
-local needed = backlog + permits * T
-if needed <= limit + EPSILON * T then
-  local new_tat = tat + permits * T
+-- The decision (lua/lib/gcra.lua, loaded ahead of this).
+local reply, tat = gcra_decide(tonumber(policy.extra[1]), max_permits, rate, now, permits,
+  policy.enabled)
+if tat then
   -- %.17g keeps every bit of a double; Redis' own conversion would round to 14 digits.
-  redis.call('HSET', key, 'tat', string.format('%.17g', new_tat))
-  return {1, remaining_at(new_tat), 0, ceil_ms(needed), max_permits, version}
+  redis.call('HSET', key, 'tat', string.format('%.17g', tat))
 end
-
--- Denied: nothing is written (the tat is a function of the grants only).
-return {-1, remaining_at(tat), ceil_ms(needed - limit), ceil_ms(backlog), max_permits,
-  version}
+reply[5] = max_permits
+reply[6] = version
+return reply

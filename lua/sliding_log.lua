@@ -40,62 +40,10 @@ local max_permits, version, window = policy.max_permits, policy.version, policy.
 -- Redis time in whole microseconds: exact in a double, and the scores' unit.
 local t = redis.call('TIME')
 local now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
-local window_us = window * 1000
--- The window is (now - window, now]: an entry scored now - window has left it.
-local oldest_kept = now_us - window_us
 
-local function ms_from_now(score)
-  local ms = math.ceil((tonumber(score) + window_us - now_us) / 1000)
-  if ms < 0 then
-    return 0
-  end
-  return ms
-end
-
-local function reset_after()
-  local newest = redis.call('ZRANGE', log, -1, -1, 'WITHSCORES')
-  if newest[2] then
-    return ms_from_now(newest[2])
-  end
-  return 0
-end
-
-if not policy.enabled then
-  -- Read only: the log is not trimmed for an unenforced call.
-  local count = redis.call('ZCOUNT', log, '(' .. string.format('%d', oldest_kept), '+inf')
-  return {2, math.max(max_permits - count, 0), 0, reset_after(), max_permits, version}
-end
-
-redis.call('ZREMRANGEBYSCORE', log, '-inf', string.format('%d', oldest_kept))
-local count = redis.call('ZCARD', log)
-
-if count + permits <= max_permits then
-  local stamp = string.format('%d', now_us)
-  -- ZADD in batches: unpack() of a huge table would overflow Lua's C stack.
-  local i = 1
-  while i <= permits do
-    local args = {}
-    local last = math.min(i + 499, permits)
-    for j = i, last do
-      args[#args + 1] = stamp
-      args[#args + 1] = stamp .. ':' .. request_id .. ':' .. j
-    end
-    redis.call('ZADD', log, unpack(args))
-    i = last + 1
-  end
-  -- The newest entry, this one, leaves the window in window_ms (+1: PEXPIRE counts from the
-  -- start of the script, a hair before now_us).
-  redis.call('PEXPIRE', log, window + 1)
-  count = count + permits
-  return {1, max_permits - count, 0, window, max_permits, version}
-end
-
--- Denied: nothing is added. Enough room comes when the (count + permits - max_permits)-th
--- oldest grant leaves the window.
-local needed = count + permits - max_permits
-local retry = 0
-local nth = redis.call('ZRANGE', log, needed - 1, needed - 1, 'WITHSCORES')
-if nth[2] then
-  retry = ms_from_now(nth[2])
-end
-return {-1, math.max(max_permits - count, 0), retry, reset_after(), max_permits, version}
+-- The decision (lua/lib/sliding_log.lua, loaded ahead of this).
+local reply = sliding_log_decide(log, max_permits, window, now_us, permits, request_id,
+  policy.enabled)
+reply[5] = max_permits
+reply[6] = version
+return reply

@@ -1,4 +1,5 @@
--- Token bucket with trigger refill: the acquire decision of one policy, taken atomically.
+-- Token bucket with trigger refill: the acquire decision of one global policy (one bucket
+-- for every caller), taken atomically. The decision itself is lua/lib/token_bucket.lua.
 --
 -- KEYS[1]  the policy's hash, <prefix>:{<policy name>}
 -- ARGV[1]  permits asked for (integer >= 1)
@@ -52,50 +53,14 @@ end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000
 
-local tokens = tonumber(h[6])
-local last = tonumber(h[7])
-if not tokens or not last then
-  -- A new bucket starts full.
-  tokens = max_permits
-  last = now
-elseif now > last then
-  -- Refill lazily, keeping the fraction: flooring it would lose the time between whole
-  -- tokens at every call, so a slow rate polled often would refill slower than promised.
-  tokens = tokens + (now - last) * rate / 1000
-  last = now
-end
--- A clock that went backwards (failover) refills nothing and keeps `last`.
-if tokens > max_permits then
-  tokens = max_permits
-end
-
--- Times in replies are capped at 10^15 ms (some 31,700 years): a slow rate with a large
--- capacity could otherwise yield more ms than an integer reply holds.
-local MAX_MS = 1e15
-local function ms_until(amount)
-  if amount <= 0 then
-    return 0
-  end
-  return math.min(math.ceil(amount * 1000 / rate), MAX_MS)
-end
-
-if h[4] == '0' then
-  return {2, math.floor(tokens), 0, ms_until(max_permits - tokens), max_permits, version}
-end
-
--- A hair of tolerance so that float rounding never denies a permit that is due.
-local EPSILON = 1e-9
-if tokens + EPSILON >= permits then
-  tokens = tokens - permits
-  if tokens < 0 then
-    tokens = 0
-  end
+-- The decision (lua/lib/token_bucket.lua, loaded ahead of this).
+local reply, state = token_bucket_decide(tonumber(h[6]), tonumber(h[7]), max_permits, rate,
+  now, permits, h[4] ~= '0')
+if state then
   -- %.17g keeps every bit of a double; Redis' own conversion would round to 14 digits.
-  redis.call('HSET', key, 'curr_permits', string.format('%.17g', tokens),
-    'last_mill_second', string.format('%.17g', last))
-  return {1, math.floor(tokens + EPSILON), 0, ms_until(max_permits - tokens), max_permits, version}
+  redis.call('HSET', key, 'curr_permits', string.format('%.17g', state[1]),
+    'last_mill_second', string.format('%.17g', state[2]))
 end
-
--- Denied: nothing is consumed and nothing needs writing (refill is a function of time).
-return {-1, math.floor(tokens + EPSILON), ms_until(permits - tokens),
-  ms_until(max_permits - tokens), max_permits, version}
+reply[5] = max_permits
+reply[6] = version
+return reply

@@ -64,30 +64,80 @@ fn algorithm_table() -> String {
     format!("local ALGORITHM_INDEX = {{{}}}\n", entries.join(", "))
 }
 
-const GATE: &str = include_str!("../../lua/lib/acquire_gate.lua");
-
-macro_rules! script {
-    ($name:ident, $file:literal) => {
-        pub static $name: LazyLock<LuaScript> =
-            LazyLock::new(|| LuaScript::build(&[include_str!(concat!("../../lua/", $file))]));
-    };
-    // A script that calls the checks of `lua/lib/acquire_gate.lua`, loaded ahead of it.
-    ($name:ident, $file:literal, gated) => {
-        pub static $name: LazyLock<LuaScript> =
-            LazyLock::new(|| LuaScript::build(&[GATE, include_str!(concat!("../../lua/", $file))]));
+/// Loads a file of `lua/` at compile time.
+macro_rules! lua {
+    ($file:literal) => {
+        include_str!(concat!("../../lua/", $file))
     };
 }
 
-script!(TOKEN_BUCKET, "token_bucket.lua");
-script!(FIXED_WINDOW, "fixed_window.lua", gated);
-script!(SLIDING_LOG, "sliding_log.lua", gated);
-script!(SLIDING_WINDOW, "sliding_window.lua", gated);
-script!(CONCURRENCY_ACQUIRE, "concurrency_acquire.lua", gated);
-script!(CONCURRENCY_RELEASE, "concurrency_release.lua", gated);
-script!(GCRA, "gcra.lua", gated);
-script!(SYNC_POLICY, "sync_policy.lua");
-script!(POLICY_STATE, "policy_state.lua");
-script!(DELETE_IF_STALE, "delete_if_stale.lua");
+/// A script made of `lua/` files, the first ones defining what the last one uses.
+macro_rules! script {
+    ($name:ident, [$($file:literal),+]) => {
+        pub static $name: LazyLock<LuaScript> =
+            LazyLock::new(|| LuaScript::build(&[$(lua!($file)),+]));
+    };
+}
+
+// Global policies: config and state in the policy's hash (and a state key beside it).
+// `lib/acquire_gate.lua` holds the checks the algorithms beyond the token bucket share;
+// `lib/<algorithm>.lua` each algorithm's decision, shared with its keyed script.
+script!(TOKEN_BUCKET, ["lib/token_bucket.lua", "token_bucket.lua"]);
+script!(FIXED_WINDOW, ["lib/acquire_gate.lua", "lib/fixed_window.lua", "fixed_window.lua"]);
+script!(SLIDING_LOG, ["lib/acquire_gate.lua", "lib/sliding_log.lua", "sliding_log.lua"]);
+script!(
+    SLIDING_WINDOW,
+    ["lib/acquire_gate.lua", "lib/sliding_window.lua", "sliding_window.lua"]
+);
+script!(
+    CONCURRENCY_ACQUIRE,
+    ["lib/acquire_gate.lua", "lib/concurrency.lua", "concurrency_acquire.lua"]
+);
+script!(CONCURRENCY_RELEASE, ["lib/concurrency.lua", "concurrency_release.lua"]);
+script!(GCRA, ["lib/acquire_gate.lua", "lib/gcra.lua", "gcra.lua"]);
+script!(SYNC_POLICY, ["sync_policy.lua"]);
+script!(POLICY_STATE, ["policy_state.lua"]);
+script!(DELETE_IF_STALE, ["delete_if_stale.lua"]);
+
+// Keyed policies (per_app, per_key): one bucket key per caller, the config in ARGV
+// (`keyed/common.lua`), the same decisions.
+script!(
+    KEYED_TOKEN_BUCKET,
+    ["lib/token_bucket.lua", "keyed/common.lua", "keyed/token_bucket.lua"]
+);
+script!(
+    KEYED_FIXED_WINDOW,
+    ["lib/fixed_window.lua", "keyed/common.lua", "keyed/fixed_window.lua"]
+);
+script!(
+    KEYED_SLIDING_LOG,
+    ["lib/sliding_log.lua", "keyed/common.lua", "keyed/sliding_log.lua"]
+);
+script!(
+    KEYED_SLIDING_WINDOW,
+    ["lib/sliding_window.lua", "keyed/common.lua", "keyed/sliding_window.lua"]
+);
+script!(
+    KEYED_CONCURRENCY_ACQUIRE,
+    ["lib/concurrency.lua", "keyed/common.lua", "keyed/concurrency_acquire.lua"]
+);
+script!(
+    KEYED_CONCURRENCY_RELEASE,
+    ["lib/concurrency.lua", "keyed/concurrency_release.lua"]
+);
+script!(KEYED_GCRA, ["lib/gcra.lua", "keyed/common.lua", "keyed/gcra.lua"]);
+
+/// The keyed acquire script of an algorithm.
+pub fn keyed_acquire_script(algorithm: Algorithm) -> &'static LuaScript {
+    match algorithm {
+        Algorithm::TokenBucket => &KEYED_TOKEN_BUCKET,
+        Algorithm::FixedWindow => &KEYED_FIXED_WINDOW,
+        Algorithm::SlidingLog => &KEYED_SLIDING_LOG,
+        Algorithm::SlidingWindow => &KEYED_SLIDING_WINDOW,
+        Algorithm::Concurrency => &KEYED_CONCURRENCY_ACQUIRE,
+        Algorithm::Gcra => &KEYED_GCRA,
+    }
+}
 
 /// The acquire script of an algorithm.
 pub fn acquire_script(algorithm: Algorithm) -> &'static LuaScript {

@@ -1,0 +1,59 @@
+-- GCRA's decision, shared by the global script (tat in the policy's hash) and the keyed
+-- one (tat in a bucket key of its own). Loaded ahead of them; it only defines a function.
+--
+-- With the emission interval T = 1000 / rate ms and the burst tolerance
+-- tau = (max_permits - 1) * T, a request of n permits is granted when
+--   new_tat - now <= tau + T, where new_tat = max(tat, now) + n * T
+-- (for n = 1: tat - now <= tau, the standard test), and then tat = new_tat. A fresh or
+-- long idle bucket allows max_permits at once, like a full token bucket.
+--
+-- gcra_decide(tat, max_permits, rate, now, permits, enabled)
+--   tat  the stored theoretical arrival time in ms (fractional), nil for none
+-- Returns {code, remaining, retry_after_ms, reset_after_ms} (code 1 granted, -1 denied,
+-- 2 unenforced) and the new tat to store, or nil when nothing is to be written.
+local function gcra_decide(tat, max_permits, rate, now, permits, enabled)
+  local T = 1000 / rate
+  local limit = max_permits * T -- tau + T
+  -- A tat in the past is a full burst: count from now. A tat in the future (a clock that
+  -- went back, or permits taken) is kept as it is.
+  if not tat or tat < now then
+    tat = now
+  end
+  -- A hair of tolerance so that float rounding never denies a permit that is due.
+  local EPSILON = 1e-9
+
+  -- Times in replies are capped at 10^15 ms (some 31,700 years): a slow rate with a large
+  -- capacity could otherwise yield more ms than an integer reply holds.
+  local function ceil_ms(ms)
+    if ms <= 0 then
+      return 0
+    end
+    return math.min(math.ceil(ms), 1e15)
+  end
+
+  local function remaining_at(backlog)
+    local r = math.floor((limit - backlog) / T + EPSILON)
+    if r < 0 then
+      return 0
+    end
+    if r > max_permits then
+      return max_permits
+    end
+    return r
+  end
+
+  -- Compared as durations from now, not as absolute times: at the largest capacities with
+  -- the slowest rates, now + permits * T is so large that adding now loses more than the
+  -- tolerance, and a full burst would be refused.
+  local backlog = tat - now
+  if not enabled then
+    return {2, remaining_at(backlog), 0, ceil_ms(backlog)}, nil
+  end
+  local needed = backlog + permits * T
+  if needed <= limit + EPSILON * T then
+    return {1, remaining_at(needed), 0, ceil_ms(needed)}, tat + permits * T
+  end
+  -- Denied: nothing is written (the tat is a function of the grants only).
+  return {-1, remaining_at(backlog), ceil_ms(needed - limit), ceil_ms(backlog)}, nil
+end
+

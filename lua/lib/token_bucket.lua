@@ -1,0 +1,54 @@
+-- The token bucket's decision, shared by the global script (state in the policy's hash)
+-- and the keyed one (state in a bucket key of its own). Loaded ahead of them; it only
+-- defines a function.
+--
+-- token_bucket_decide(tokens, last, max_permits, rate, now, permits, enabled)
+--   tokens, last  the stored state (permits left, fractional; ms of its last write,
+--                 fractional), nil for a bucket never used: it starts full
+--   rate          permits per second (fractional, > 0); now in ms on Redis' clock
+-- Returns {code, remaining, retry_after_ms, reset_after_ms} with code 1 granted, -1
+-- denied (nothing consumed), 2 granted unenforced (nothing consumed), and the state to
+-- store {tokens, last}, or nil when nothing is to be written (a denial writes nothing:
+-- refill is a function of time).
+local function token_bucket_decide(tokens, last, max_permits, rate, now, permits, enabled)
+  if not tokens or not last then
+    tokens = max_permits
+    last = now
+  elseif now > last then
+    -- Refill lazily, keeping the fraction: flooring it would lose the time between whole
+    -- tokens at every call, so a slow rate polled often would refill slower than promised.
+    tokens = tokens + (now - last) * rate / 1000
+    last = now
+  end
+  -- A clock that went backwards (failover) refills nothing and keeps `last`; a lowered
+  -- capacity clamps what was there, never refills.
+  if tokens > max_permits then
+    tokens = max_permits
+  end
+
+  -- Times in replies are capped at 10^15 ms (some 31,700 years): a slow rate with a large
+  -- capacity could otherwise yield more ms than an integer reply holds.
+  local function ms_until(amount)
+    if amount <= 0 then
+      return 0
+    end
+    return math.min(math.ceil(amount * 1000 / rate), 1e15)
+  end
+
+  if not enabled then
+    return {2, math.floor(tokens), 0, ms_until(max_permits - tokens)}, nil
+  end
+  -- A hair of tolerance so that float rounding never denies a permit that is due.
+  local EPSILON = 1e-9
+  if tokens + EPSILON >= permits then
+    tokens = tokens - permits
+    if tokens < 0 then
+      tokens = 0
+    end
+    return {1, math.floor(tokens + EPSILON), 0, ms_until(max_permits - tokens)},
+      {tokens, last}
+  end
+  return {-1, math.floor(tokens + EPSILON), ms_until(permits - tokens),
+    ms_until(max_permits - tokens)}, nil
+end
+
