@@ -10,7 +10,8 @@
 -- (the same keys the acquire scripts take; token_bucket, sliding_window and gcra keep their
 -- state in the hash. No ARGV.)
 --
--- Reply: {} when the policy is not in Redis (no max_permits), or lacks what its algorithm
+-- Reply: {} when the policy is not in Redis (no max_permits), is keyed (its callers each
+-- have a bucket: lua/keyed/ reads one), or lacks what its algorithm
 -- needs (rate > 0 for token_bucket and gcra, window_ms for the windowed ones, lease_ttl_ms
 -- for concurrency: the acquire scripts answer "no such policy" then too). Else
 --   {current_permits, max_permits, rate, version, updated_ms, full_in_ms, algorithm_index}
@@ -50,9 +51,11 @@
 local key = KEYS[1]
 
 local h = redis.call('HMGET', key, 'max_permits', 'rate', 'version', 'algorithm', 'window_ms',
-  'lease_ttl_ms', 'curr_permits', 'last_mill_second', 'tat', 'sw_start', 'sw_curr', 'sw_prev')
+  'lease_ttl_ms', 'curr_permits', 'last_mill_second', 'tat', 'sw_start', 'sw_curr', 'sw_prev',
+  'scope')
 local max_permits = tonumber(h[1])
-if not max_permits then
+-- A keyed policy (field scope) has no one state: each caller's bucket has its own.
+if not max_permits or h[13] then
   return {}
 end
 local version = tonumber(h[3]) or 0

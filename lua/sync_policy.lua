@@ -15,6 +15,9 @@
 --          sliding_window; removed for the other algorithms.
 -- ARGV[9]  optional lease_ttl_ms (integer >= 1); absent or "" leaves the field as it is.
 --          Required (here or already in the hash) by concurrency; removed for the others.
+-- ARGV[10] optional scope: per_app | per_key. Absent or "" means global (the field is
+--          removed). A keyed policy's hash holds its config only: the global scripts refuse
+--          it (its buckets are keys of their own, decided by lua/keyed/).
 --
 -- Reply: 1 written; 0 nothing to do (same config already there, or a newer one: an
 -- instance with an older view never overwrites a newer one, so instances do not fight).
@@ -22,7 +25,7 @@
 --
 -- State is discarded (hash fields curr_permits, last_mill_second, tat, sw_start, sw_curr,
 -- sw_prev, and every key in KEYS[2..]) when the policy is a new incarnation, when its
--- algorithm changes, or when window_ms changes for a windowed algorithm. Otherwise the
+-- algorithm or scope changes, or when window_ms changes for a windowed algorithm. Otherwise the
 -- token bucket (curr_permits, last_mill_second) is only touched when the rate changes (the
 -- tokens earned so far are settled at the old rate first) or max_permits is lowered below
 -- it (clamped). An unrelated update never refills a bucket (rewriting the state on every
@@ -69,8 +72,17 @@ if err then
   return err
 end
 
+local scope = ARGV[10]
+if given(scope) and scope ~= 'per_app' and scope ~= 'per_key' then
+  return redis.error_reply('ERR unknown scope: ' .. scope)
+end
+if not given(scope) then
+  scope = false
+end
+
 local h = redis.call('HMGET', key, 'created_ms', 'version', 'max_permits', 'rate', 'apps',
-  'enabled', 'curr_permits', 'last_mill_second', 'algorithm', 'window_ms', 'lease_ttl_ms')
+  'enabled', 'curr_permits', 'last_mill_second', 'algorithm', 'window_ms', 'lease_ttl_ms',
+  'scope')
 local cur_created = tonumber(h[1])
 local cur_version = tonumber(h[2])
 local cur_algorithm = h[9] or 'token_bucket'
@@ -97,7 +109,7 @@ if cur_created and cur_version then
   end
   if cur_created == created and cur_version == version and h[3] == ARGV[3]
       and h[4] == ARGV[4] and h[5] == ARGV[5] and h[6] == ARGV[6]
-      and cur_algorithm == algorithm
+      and cur_algorithm == algorithm and h[12] == scope
       and same_param(WINDOWED[algorithm], window_arg, h[10])
       and same_param(algorithm == 'concurrency', lease_arg, h[11]) then
     return 0
@@ -106,11 +118,13 @@ end
 
 local tokens = tonumber(h[7])
 local last = tonumber(h[8])
-local reset = cur_created ~= created or cur_algorithm ~= algorithm
+local reset = cur_created ~= created or cur_algorithm ~= algorithm or h[12] ~= scope
     or (WINDOWED[algorithm] and window_arg and h[10] ~= window_arg)
 if reset then
-  -- A new incarnation, another algorithm or another window: start from nothing used (a
-  -- new, full bucket), whatever algorithm left state behind.
+  -- A new incarnation, another algorithm, scope or window: start from nothing used (a
+  -- new, full bucket), whatever algorithm left state behind. (A keyed policy's buckets
+  -- are named after its incarnation, algorithm, scope and window: they start afresh by
+  -- themselves.)
   redis.call('HDEL', key, 'curr_permits', 'last_mill_second', 'tat', 'sw_start', 'sw_curr',
     'sw_prev')
   if #KEYS > 1 then
@@ -159,5 +173,10 @@ if algorithm ~= 'concurrency' then
   redis.call('HDEL', key, 'lease_ttl_ms')
 elseif lease_arg then
   redis.call('HSET', key, 'lease_ttl_ms', lease_arg)
+end
+if scope then
+  redis.call('HSET', key, 'scope', scope)
+else
+  redis.call('HDEL', key, 'scope')
 end
 return 1

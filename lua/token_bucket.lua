@@ -10,7 +10,8 @@
 -- State, written only here: curr_permits (fractional), last_mill_second (ms, fractional).
 --
 -- Reply: {code, remaining, retry_after_ms, reset_after_ms, max_permits, version}
---   code  1 granted; -1 denied (nothing consumed); 0 no such policy; -2 app not allowed;
+--   code  1 granted; -1 denied (nothing consumed); 0 no such policy (or a keyed one);
+--        -2 app not allowed;
 --        -3 permits above max_permits; 2 granted unenforced (policy disabled, bucket untouched);
 --        -4 the policy uses another algorithm (hash field `algorithm`, missing means
 --        token_bucket): {-4, index, 0, 0, 0, version} with its number in ALGORITHM_INDEX
@@ -23,10 +24,12 @@ local permits = tonumber(ARGV[1])
 local app = ARGV[2]
 
 local h = redis.call('HMGET', key, 'max_permits', 'rate', 'apps', 'enabled', 'version',
-  'curr_permits', 'last_mill_second', 'algorithm')
+  'curr_permits', 'last_mill_second', 'algorithm', 'scope')
 local max_permits = tonumber(h[1])
 local rate = tonumber(h[2])
-if not max_permits or not h[3] then
+-- A keyed policy (field scope) is no policy for this script: its buckets are keys of
+-- their own, decided by lua/keyed/ with the config the instance passes.
+if not max_permits or not h[3] or h[9] then
   return {0, 0, 0, 0, 0, 0}
 end
 local version = tonumber(h[5]) or 0

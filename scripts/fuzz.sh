@@ -127,6 +127,11 @@ fuzz() {
         -d '{"name":"orders.create","owner_app":"shop","rate":5,"max_permits":10}' >/dev/null
     curl -fsS -X POST "$api/api/v1/policies" "${auth[@]}" -d '{"name":"jobs.run","owner_app":"shop",
         "algorithm":"concurrency","max_permits":3,"lease_ttl_ms":30000}' >/dev/null
+    # Keyed policies, with an override each: acquires, state and resets per caller.
+    curl -fsS -X POST "$api/api/v1/policies" "${auth[@]}" -d '{"name":"users.login","owner_app":"shop",
+        "scope":"per_key","rate":1,"max_permits":5,"overrides":[{"match":"user-1","max_permits":9}]}' >/dev/null
+    curl -fsS -X POST "$api/api/v1/policies" "${auth[@]}" -d '{"name":"tenants.search","owner_app":"shop",
+        "scope":"per_app","rate":10,"max_permits":20,"overrides":[{"match":"shop","rate":20}]}' >/dev/null
     # Leases really held, for release to give back (new policies reach the acquire path
     # with the next snapshot: wait for it).
     local leases=() lease
@@ -161,7 +166,13 @@ values = ["shop"]
 values = ["fuzzer"]
 
 [dictionaries.policies]
-values = ["orders.create", "jobs.run"]
+values = ["orders.create", "jobs.run", "users.login", "tenants.search"]
+
+[dictionaries.keys]
+values = ["user-1", "user-2", "shop"]
+
+[dictionaries.scopes]
+values = ["global", "per_app", "per_key"]
 
 [dictionaries.leases]
 values = [$lease_list]
@@ -184,6 +195,9 @@ values = ["owner", "viewer"]
 "body.algorithm" = { dictionary = "algorithms", probability = 0.5 }
 "body.failure_mode" = { dictionary = "failure_modes", probability = 0.5 }
 "body.role" = { dictionary = "roles", probability = 0.5 }
+"body.scope" = { dictionary = "scopes", probability = 0.5 }
+"body.key" = { dictionary = "keys", probability = 0.5 }
+"query.key" = { dictionary = "keys", probability = 0.5 }
 "body.resource" = { dictionary = "policies", probability = 0.8 }
 "body.lease_id" = { dictionary = "leases", probability = 0.8 }
 EOF

@@ -8,8 +8,8 @@ use std::sync::atomic::{AtomicI64, Ordering};
 
 use arc_swap::ArcSwap;
 
-use crate::domain::{Algorithm, AppSlug, FailureMode};
-use crate::limiter::PolicyConfig;
+use crate::domain::{Algorithm, AppSlug, FailureMode, Scope};
+use crate::limiter::{BucketLimits, PolicyConfig};
 use crate::store::{KeyGrant, PolicyRecord};
 
 /// A live API key, by the SHA-256 of its text.
@@ -31,15 +31,46 @@ pub struct PolicyEntry {
     pub config: PolicyConfig,
     pub failure_mode: FailureMode,
     pub allowed_apps: Vec<AppSlug>,
+    /// A keyed policy's other limits, by caller (app slug or key).
+    pub overrides: HashMap<String, BucketLimits>,
 }
 
 impl PolicyEntry {
     pub fn of(record: &PolicyRecord) -> Self {
+        let config = PolicyConfig::new(&record.spec, record.created_ms, record.version);
+        let base = BucketLimits::of(&config);
+        let overrides = record
+            .spec
+            .overrides
+            .iter()
+            .map(|o| {
+                let limits = BucketLimits {
+                    max_permits: o.max_permits.map_or(base.max_permits, |m| m.get()),
+                    rate: o.rate.map_or(base.rate, |r| r.get()),
+                    window_ms: o.window_ms.map(|w| w.get()).or(base.window_ms),
+                    lease_ttl_ms: o.lease_ttl_ms.map(|l| l.get()).or(base.lease_ttl_ms),
+                };
+                (o.matches.clone(), limits)
+            })
+            .collect();
         Self {
-            config: PolicyConfig::new(&record.spec, record.created_ms, record.version),
+            config,
             failure_mode: record.spec.failure_mode,
             allowed_apps: record.spec.allowed_apps.clone(),
+            overrides,
         }
+    }
+
+    pub fn scope(&self) -> Scope {
+        self.config.scope
+    }
+
+    /// The limits of one caller's bucket: its override's, or the policy's.
+    pub fn limits_for(&self, caller: &str) -> BucketLimits {
+        self.overrides
+            .get(caller)
+            .copied()
+            .unwrap_or_else(|| BucketLimits::of(&self.config))
     }
 
     pub fn allows(&self, app: &AppSlug) -> bool {

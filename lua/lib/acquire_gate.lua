@@ -6,7 +6,8 @@
 -- max_permits, apps, enabled, version, algorithm, `param` (the algorithm's own parameter:
 -- window_ms, lease_ttl_ms or rate), then the fields named in the list `extra`.
 -- Returns (reply) when the request ends here:
---   {0, 0, 0, 0, 0, 0}                  no policy (or its parameter missing or not > 0)
+--   {0, 0, 0, 0, 0, 0}                  no policy (or its parameter missing or not > 0,
+--                                       or a keyed policy: field scope)
 --   {-4, index, 0, 0, 0, version}       the policy uses another algorithm; index its
 --                                       number in ALGORITHM_INDEX, 0 unknown
 --   {-2, 0, 0, 0, max_permits, version} the app may not acquire (exact membership)
@@ -15,13 +16,15 @@
 -- is disabled), .param (a number) and .extra (the extra fields' values, in order).
 
 local function acquire_gate(key, own, param, extra, permits, app)
-  local fields = {'max_permits', 'apps', 'enabled', 'version', 'algorithm', param}
+  local fields = {'max_permits', 'apps', 'enabled', 'version', 'algorithm', param, 'scope'}
   for i = 1, #extra do
-    fields[6 + i] = extra[i]
+    fields[7 + i] = extra[i]
   end
   local h = redis.call('HMGET', key, unpack(fields))
   local max_permits = tonumber(h[1])
-  if not max_permits or not h[2] then
+  -- A keyed policy (field scope) is no policy for a global script: its buckets are keys
+  -- of their own, decided by lua/keyed/ with the config the instance passes.
+  if not max_permits or not h[2] or h[7] then
     return {0, 0, 0, 0, 0, 0}
   end
   local version = tonumber(h[4]) or 0
@@ -42,7 +45,7 @@ local function acquire_gate(key, own, param, extra, permits, app)
   end
   local values = {}
   for i = 1, #extra do
-    values[i] = h[6 + i]
+    values[i] = h[7 + i]
   end
   return nil, {max_permits = max_permits, version = version, enabled = h[3] ~= '0',
     param = value, extra = values}

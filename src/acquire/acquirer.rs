@@ -1,18 +1,22 @@
-//! The decision of one acquire, owned in one place: the API key, the local denial cache,
-//! one Redis round trip, the counts and metrics, and the failure mode when Redis cannot
-//! be reached. The HTTP handler only parses and renders.
+//! The decision of one acquire, owned in one place: the API key, whose bucket (the
+//! policy's, or the caller's own for a keyed policy, with its override), the local denial
+//! cache, one Redis round trip, the counts and metrics, and the failure mode when Redis
+//! cannot be reached. The HTTP handler only parses and renders.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Instant;
 
 use crate::auth::hash_secret;
-use crate::domain::{Algorithm, AppSlug, FailureMode, Permits, PolicyName};
-use crate::limiter::{AcquireOutcome, Decision, LeaseId, Limiter, LimiterError, ReleaseOutcome};
+use crate::domain::{Algorithm, AppSlug, CallerKey, FailureMode, Permits, PolicyName};
+use crate::limiter::{
+    AcquireOutcome, Decision, KeyedBucket, LeaseId, Limiter, LimiterError, ReleaseOutcome,
+};
 use crate::snapshot::{KeyEntry, PolicyEntry, Snapshot};
 use crate::telemetry::Metrics;
 
-use super::outcome::{Decided, Outcome, Refusal};
+use super::caller::{Partition, partition_of};
+use super::outcome::{Acquired, Decided, Outcome, Refusal};
 use super::{CachedDenial, DecisionCounts, DenialCache};
 
 /// One HTTP worker's acquire path: it holds that worker's own Redis connection, so an
@@ -70,36 +74,89 @@ impl Acquirer {
         Some(key)
     }
 
-    /// Decides whether `app` may take `permits` of policy `name` now.
+    /// Decides whether `app` may take `permits` of policy `name` now (of the bucket of
+    /// `key`, for a per_key policy).
     pub async fn acquire(
         &self,
         app: &AppSlug,
         name: &PolicyName,
         permits: Permits,
-    ) -> Result<Outcome, Refusal> {
+        key: Option<CallerKey>,
+    ) -> Result<Acquired, Refusal> {
         let started = Instant::now();
         let policy = self.snapshot.policy(name.as_str());
-        if let Some(policy) = &policy
+        let partition = partition_of(policy.as_deref(), app, key)?;
+        let outcome = match (&partition, policy.as_deref()) {
+            (Some(partition), Some(policy)) => {
+                self.keyed(app, name, permits, policy, partition).await?
+            }
+            _ => self.global(app, name, permits, policy.as_deref()).await?,
+        };
+        self.metrics
+            .acquire_seconds
+            .observe(started.elapsed().as_secs_f64());
+        Ok(Acquired { outcome, partition })
+    }
+
+    /// One bucket for every allowed app, decided by Redis on the policy's hash.
+    async fn global(
+        &self,
+        app: &AppSlug,
+        name: &PolicyName,
+        permits: Permits,
+        policy: Option<&PolicyEntry>,
+    ) -> Result<Outcome, Refusal> {
+        if let Some(policy) = policy
             && permits.get() > policy.max_permits()
         {
             return Err(Refusal::PermitsAboveMax {
                 limit: policy.max_permits(),
             });
         }
-        let outcome = match self.denials.check(name, app, permits.get()) {
-            Some(known) => {
-                self.count(name, Decision::Denied);
-                Outcome::Decided(known.into())
-            }
-            None => match self.ask_redis(app, name, permits, policy.as_deref()).await {
-                Ok(answer) => self.decided(name, app, permits, answer)?,
-                Err(e) => self.without_redis(app, name, policy.as_deref(), e)?,
-            },
+        // Denials are remembered per app: another app may not be allowed at all (403).
+        if let Some(known) = self.denials.check(name, app.as_str(), permits.get()) {
+            self.count(name, Decision::Denied);
+            return Ok(Outcome::Decided(known.into()));
+        }
+        match self.ask_redis(app, name, permits, policy).await {
+            Ok(answer) => self.decided(name, app.as_str(), permits, answer),
+            Err(e) => self.without_redis(app, name, policy, e),
+        }
+    }
+
+    /// The caller's own bucket: the app check and the limits (an override's, or the
+    /// policy's) from the snapshot, the decision by Redis on that bucket alone.
+    async fn keyed(
+        &self,
+        app: &AppSlug,
+        name: &PolicyName,
+        permits: Permits,
+        policy: &PolicyEntry,
+        partition: &Partition,
+    ) -> Result<Outcome, Refusal> {
+        if !policy.allows(app) {
+            return Err(Refusal::AppNotAllowed);
+        }
+        let caller = partition.as_str();
+        let limits = policy.limits_for(caller);
+        if permits.get() > limits.max_permits {
+            return Err(Refusal::PermitsAboveMax {
+                limit: limits.max_permits,
+            });
+        }
+        if let Some(known) = self.denials.check(name, caller, permits.get()) {
+            self.count(name, Decision::Denied);
+            return Ok(Outcome::Decided(known.into()));
+        }
+        let bucket = KeyedBucket {
+            policy: &policy.config,
+            caller,
+            limits,
         };
-        self.metrics
-            .acquire_seconds
-            .observe(started.elapsed().as_secs_f64());
-        Ok(outcome)
+        match self.limiter.acquire_keyed(&bucket, permits, app).await {
+            Ok(answer) => self.decided(name, caller, permits, answer),
+            Err(e) => self.without_redis(app, name, Some(policy), e),
+        }
     }
 
     /// One round trip, or two when Redis has lost a policy this instance knows: then it is
@@ -127,21 +184,42 @@ impl Acquirer {
         }
     }
 
-    /// Gives a concurrency lease back.
+    /// Gives a concurrency lease back (from the bucket of `key`, for a per_key policy).
     pub async fn release(
         &self,
         app: &AppSlug,
         name: &PolicyName,
         lease: LeaseId,
-    ) -> Result<ReleaseOutcome, LimiterError> {
-        self.limiter.release(name, app, lease).await
+        key: Option<CallerKey>,
+    ) -> Result<ReleaseOutcome, Refusal> {
+        let policy = self.snapshot.policy(name.as_str());
+        let partition = partition_of(policy.as_deref(), app, key)?;
+        let released = match (&partition, policy.as_deref()) {
+            (Some(partition), Some(policy)) => {
+                if policy.algorithm() != Algorithm::Concurrency {
+                    return Ok(ReleaseOutcome::NotLeased(policy.algorithm()));
+                }
+                let bucket = KeyedBucket {
+                    policy: &policy.config,
+                    caller: partition.as_str(),
+                    limits: policy.limits_for(partition.as_str()),
+                };
+                self.limiter.release_keyed(&bucket, app, lease).await
+            }
+            _ => self.limiter.release(name, app, lease).await,
+        };
+        released.map_err(|e| {
+            tracing::warn!(policy = %name, error = %e, "release could not reach redis");
+            Refusal::Unavailable
+        })
     }
 
-    /// What Redis answered, counted, and a denial remembered for the requests after it.
+    /// What Redis answered, counted, and a denial remembered for the requests after it
+    /// (per `caller`: the app of a global policy, the caller of a keyed bucket).
     fn decided(
         &self,
         name: &PolicyName,
-        app: &AppSlug,
+        caller: &str,
         permits: Permits,
         answer: AcquireOutcome,
     ) -> Result<Outcome, Refusal> {
@@ -177,7 +255,7 @@ impl Acquirer {
         // foretells: those are never answered locally.
         if decided.decision == Decision::Denied && algorithm != Algorithm::Concurrency {
             self.denials
-                .remember(name, app, permits.get(), CachedDenial::from(decided));
+                .remember(name, caller, permits.get(), CachedDenial::from(decided));
         }
         self.count(name, decided.decision);
         Ok(Outcome::Decided(decided))

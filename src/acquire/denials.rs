@@ -4,12 +4,16 @@
 //! clients can only take them), so this instance answers without asking Redis, and Redis
 //! load stays flat under abuse. An entry lives at most one sync interval, and a policy
 //! change drops its entries, so a change made elsewhere is honoured within one interval.
+//! Entries are per caller (an app, or a keyed bucket's caller), at most
+//! [`DENIAL_CAPACITY`] in all.
 
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use dashmap::DashMap;
 
-use crate::domain::{AppSlug, PolicyName};
+use crate::domain::PolicyName;
 
 #[derive(Debug, Clone, Copy)]
 struct Denial {
@@ -34,23 +38,37 @@ pub struct CachedDenial {
 }
 
 pub struct DenialCache {
-    /// By policy name, then by application (few per policy).
-    entries: DashMap<String, Vec<(AppSlug, Denial)>>,
+    /// By policy name, then by caller: the app (global policies) or the bucket's caller
+    /// (keyed ones: an app slug or a key).
+    entries: DashMap<String, HashMap<Box<str>, Denial>>,
+    /// How many denials are held, over all policies: never more than `capacity`, so a
+    /// flood over millions of keys cannot grow memory without bound.
+    held: AtomicUsize,
+    capacity: usize,
     max_age: Duration,
 }
 
+/// Most denials an instance remembers at once (about 100 bytes each, plus the key).
+pub const DENIAL_CAPACITY: usize = 100_000;
+
 impl DenialCache {
     pub fn new(max_age: Duration) -> Self {
+        Self::with_capacity(max_age, DENIAL_CAPACITY)
+    }
+
+    pub fn with_capacity(max_age: Duration, capacity: usize) -> Self {
         Self {
             entries: DashMap::new(),
+            held: AtomicUsize::new(0),
+            capacity,
             max_age,
         }
     }
 
     /// A denial still in force for this request, if one is known.
-    pub fn check(&self, policy: &PolicyName, app: &AppSlug, permits: i64) -> Option<CachedDenial> {
+    pub fn check(&self, policy: &PolicyName, caller: &str, permits: i64) -> Option<CachedDenial> {
         let entry = self.entries.get(policy.as_str())?;
-        let (_, d) = entry.iter().find(|(a, _)| a == app)?;
+        let d = entry.get(caller)?;
         let now = Instant::now();
         if now >= d.until || permits < d.permits {
             return None;
@@ -65,8 +83,8 @@ impl DenialCache {
         })
     }
 
-    /// Remembers a denial of `permits` that Redis just gave.
-    pub fn remember(&self, policy: &PolicyName, app: &AppSlug, permits: i64, given: CachedDenial) {
+    /// Remembers a denial of `permits` that Redis just gave, if there is room.
+    pub fn remember(&self, policy: &PolicyName, caller: &str, permits: i64, given: CachedDenial) {
         if given.retry_after_ms <= 0 {
             return;
         }
@@ -83,24 +101,52 @@ impl DenialCache {
             reset_after_ms: given.reset_after_ms,
         };
         let mut entry = self.entries.entry(policy.to_string()).or_default();
-        entry.retain(|(_, d)| d.until > at);
-        match entry.iter_mut().find(|(a, _)| a == app) {
-            Some((_, d)) => *d = denial,
-            None => entry.push((app.clone(), denial)),
+        if let Some(d) = entry.get_mut(caller) {
+            *d = denial;
+            return;
         }
+        if self.held.load(Ordering::Relaxed) >= self.capacity {
+            // Full: make room from this policy's lapsed denials, or do without (Redis then
+            // answers, as it would without this cache).
+            let before = entry.len();
+            entry.retain(|_, d| d.until > at);
+            self.held.fetch_sub(before - entry.len(), Ordering::Relaxed);
+            if self.held.load(Ordering::Relaxed) >= self.capacity {
+                return;
+            }
+        }
+        entry.insert(caller.into(), denial);
+        self.held.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Drops what is known of a policy (it changed or went away).
     pub fn forget(&self, policy: &str) {
-        self.entries.remove(policy);
+        if let Some((_, denials)) = self.entries.remove(policy) {
+            self.held.fetch_sub(denials.len(), Ordering::Relaxed);
+        }
     }
 
-    /// Drops the entries of policies whose version is no longer `current(name)`.
+    /// Drops the entries of policies whose version is no longer `current(name)`, and every
+    /// denial that has lapsed.
     pub fn forget_changed(&self, current: impl Fn(&str) -> Option<i64>) {
+        let now = Instant::now();
         self.entries.retain(|name, denials| {
             let version = current(name);
-            denials.iter().all(|(_, d)| Some(d.version) == version)
+            let before = denials.len();
+            denials.retain(|_, d| Some(d.version) == version && d.until > now);
+            self.held
+                .fetch_sub(before - denials.len(), Ordering::Relaxed);
+            !denials.is_empty()
         });
+    }
+
+    /// How many denials are held now.
+    pub fn len(&self) -> usize {
+        self.held.load(Ordering::Relaxed)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 }
 
@@ -118,54 +164,76 @@ mod tests {
         }
     }
 
-    fn names() -> (PolicyName, AppSlug, AppSlug) {
-        (
-            PolicyName::parse("p").unwrap(),
-            AppSlug::parse("shop").unwrap(),
-            AppSlug::parse("other").unwrap(),
-        )
+    fn names() -> (PolicyName, &'static str, &'static str) {
+        (PolicyName::parse("p").unwrap(), "shop", "other")
     }
 
     #[test]
     fn answers_the_same_or_larger_requests_of_the_same_app() {
         let cache = DenialCache::new(Duration::from_secs(60));
         let (p, shop, other) = names();
-        cache.remember(&p, &shop, 2, denial(5_000));
-        let hit = cache.check(&p, &shop, 2).unwrap();
+        cache.remember(&p, shop, 2, denial(5_000));
+        let hit = cache.check(&p, shop, 2).unwrap();
         assert_eq!((hit.remaining, hit.limit, hit.version), (1, 10, 3));
         assert!(hit.retry_after_ms <= 5_000 && hit.retry_after_ms > 4_000);
         assert!(
-            cache.check(&p, &shop, 3).is_some(),
+            cache.check(&p, shop, 3).is_some(),
             "more permits: still denied"
         );
-        assert!(cache.check(&p, &shop, 1).is_none(), "fewer permits may fit");
+        assert!(cache.check(&p, shop, 1).is_none(), "fewer permits may fit");
         assert!(
-            cache.check(&p, &other, 2).is_none(),
+            cache.check(&p, other, 2).is_none(),
             "another app asks Redis"
         );
         cache.forget("p");
-        assert!(cache.check(&p, &shop, 2).is_none());
+        assert!(cache.check(&p, shop, 2).is_none());
     }
 
     #[test]
     fn entries_expire_with_the_retry_time_and_the_version() {
         let cache = DenialCache::new(Duration::from_secs(60));
         let (p, shop, _) = names();
-        cache.remember(&p, &shop, 1, denial(0));
-        assert!(cache.check(&p, &shop, 1).is_none(), "nothing to wait for");
-        cache.remember(&p, &shop, 1, denial(5_000));
+        cache.remember(&p, shop, 1, denial(0));
+        assert!(cache.check(&p, shop, 1).is_none(), "nothing to wait for");
+        cache.remember(&p, shop, 1, denial(5_000));
         cache.forget_changed(|_| Some(3));
-        assert!(cache.check(&p, &shop, 1).is_some(), "same version kept");
+        assert!(cache.check(&p, shop, 1).is_some(), "same version kept");
         cache.forget_changed(|_| Some(4));
-        assert!(
-            cache.check(&p, &shop, 1).is_none(),
-            "a new version drops it"
-        );
+        assert!(cache.check(&p, shop, 1).is_none(), "a new version drops it");
         let short = DenialCache::new(Duration::ZERO);
-        short.remember(&p, &shop, 1, denial(5_000));
+        short.remember(&p, shop, 1, denial(5_000));
         assert!(
-            short.check(&p, &shop, 1).is_none(),
+            short.check(&p, shop, 1).is_none(),
             "never older than max_age"
         );
+    }
+}
+
+#[cfg(test)]
+mod bounded {
+    use super::*;
+
+    #[test]
+    fn a_flood_over_many_callers_stays_within_capacity() {
+        let cache = DenialCache::with_capacity(Duration::from_secs(60), 100);
+        let p = PolicyName::parse("p").unwrap();
+        let denial = CachedDenial {
+            remaining: 0,
+            limit: 1,
+            version: 1,
+            retry_after_ms: 5_000,
+            reset_after_ms: 5_000,
+        };
+        for i in 0..10_000 {
+            cache.remember(&p, &format!("user-{i}"), 1, denial);
+        }
+        assert_eq!(cache.len(), 100);
+        assert!(cache.check(&p, "user-0", 1).is_some());
+        assert!(
+            cache.check(&p, "user-9999", 1).is_none(),
+            "no room: Redis answers"
+        );
+        cache.forget("p");
+        assert!(cache.is_empty());
     }
 }

@@ -2,11 +2,13 @@
 //! trip and no SQL, and what an instance keeps in memory for it.
 
 mod acquirer;
+mod caller;
 mod decision_counts;
 mod denials;
 mod outcome;
 
 pub use acquirer::Acquirer;
+pub use caller::{Partition, partition_of};
 pub use decision_counts::{DecisionCounts, run_flusher, unix_minute_now};
 pub use denials::{CachedDenial, DenialCache};
-pub use outcome::{Decided, Outcome, Refusal};
+pub use outcome::{Acquired, Decided, Outcome, Refusal};

@@ -43,4 +43,15 @@ pub enum Refusal {
     },
     /// Redis could not be reached and the policy fails closed.
     Unavailable,
+    /// A per_key policy, and no key named.
+    KeyRequired,
+    /// A key named for a policy that is not per_key.
+    KeyNotTaken,
+}
+
+/// An acquire's outcome, with the caller whose bucket it drew on (keyed policies).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Acquired {
+    pub outcome: Outcome,
+    pub partition: Option<super::Partition>,
 }

@@ -4,14 +4,16 @@
 use actix_web::http::StatusCode;
 use actix_web::http::header::{self, HeaderName, HeaderValue};
 use actix_web::{HttpResponse, web};
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD as BASE64_STANDARD;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::auth::ApiClient;
 use super::json::{ClientJson, required_field};
 use super::problem::Problem;
-use crate::acquire::{Acquirer, Decided, Outcome, Refusal};
-use crate::domain::{AppSlug, FieldError, Permits, PolicyName};
+use crate::acquire::{Acquired, Acquirer, Decided, Outcome, Partition, Refusal};
+use crate::domain::{AppSlug, CallerKey, FieldError, Permits, PolicyName};
 use crate::limiter::Decision;
 
 #[derive(Debug, Deserialize, ToSchema)]
@@ -23,6 +25,10 @@ pub struct AcquireRequest {
     /// Defaults to 1.
     #[serde(default, deserialize_with = "crate::control::not_null")]
     pub permits: Option<i64>,
+    /// Whose bucket, on a `per_key` policy (required there, refused elsewhere): 1 to 256
+    /// bytes of UTF-8 without control characters, such as a user id or an address.
+    #[serde(default, deserialize_with = "crate::control::not_null")]
+    pub key: Option<String>,
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -88,7 +94,7 @@ impl From<&Outcome> for AcquireReply {
         (status = 401, description = "No or bad API key", body = Problem, content_type = "application/problem+json"),
         (status = 403, description = "This application may not use the resource", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "No such policy", body = Problem, content_type = "application/problem+json"),
-        (status = 422, description = "permits below 1 or above the policy's max_permits", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "permits below 1 or above the caller's max_permits; key missing on a per_key policy, given on another, or not 1-256 bytes of UTF-8 without control characters", body = Problem, content_type = "application/problem+json"),
         (status = 429, description = "Denied; Retry-After says when to retry", body = AcquireReply),
         (status = 503, description = "Redis unreachable and the policy fails closed (or is not known to this instance)", body = Problem, content_type = "application/problem+json"),
     ),
@@ -105,13 +111,22 @@ pub async fn acquire(
     })?;
     let permits =
         Permits::parse(body.permits.unwrap_or(1)).map_err(|e| Problem::invalid(e.into()))?;
-    match acquirer.acquire(&client.app, &name, permits).await {
-        Ok(outcome) => Ok(render(&name, &outcome)),
+    let key = caller_key(body.key)?;
+    match acquirer.acquire(&client.app, &name, permits, key).await {
+        Ok(acquired) => Ok(render(&name, &acquired)),
         Err(refusal) => Err(refused(refusal, &name, &client.app)),
     }
 }
 
-fn refused(refusal: Refusal, name: &PolicyName, app: &AppSlug) -> Problem {
+/// The `key` of a client API body, if any: 422 naming it when it cannot be one.
+pub(super) fn caller_key(key: Option<String>) -> Result<Option<CallerKey>, Problem> {
+    key.map(|k| CallerKey::parse_field("key", &k))
+        .transpose()
+        .map_err(|e| Problem::invalid(e.into()))
+}
+
+/// The problem a refused acquire (or release) answers.
+pub(super) fn refused(refusal: Refusal, name: &PolicyName, app: &AppSlug) -> Problem {
     match refusal {
         Refusal::NoSuchPolicy => Problem::not_found(format!("no policy named {:?}", name.as_str())),
         Refusal::AppNotAllowed => Problem::forbidden(format!(
@@ -129,12 +144,33 @@ fn refused(refusal: Refusal, name: &PolicyName, app: &AppSlug) -> Problem {
         Refusal::Unavailable => {
             Problem::unavailable("the limiter cannot reach redis and this policy fails closed")
         }
+        Refusal::KeyRequired => Problem::invalid(
+            FieldError::new(
+                "key",
+                format!(
+                    "is required: {:?} is a per_key policy, with a bucket per key",
+                    name.as_str()
+                ),
+            )
+            .into(),
+        ),
+        Refusal::KeyNotTaken => Problem::invalid(
+            FieldError::new(
+                "key",
+                format!(
+                    "is only for a per_key policy; {:?} is not one",
+                    name.as_str()
+                ),
+            )
+            .into(),
+        ),
     }
 }
 
 /// 200 or 429 with the body, and on a decision the IETF RateLimit headers
 /// (structured-field form) and, when denied, `Retry-After`.
-fn render(name: &PolicyName, outcome: &Outcome) -> HttpResponse {
+fn render(name: &PolicyName, acquired: &Acquired) -> HttpResponse {
+    let outcome = &acquired.outcome;
     let reply = AcquireReply::from(outcome);
     let decided = match outcome {
         Outcome::Decided(decided) => decided,
@@ -160,7 +196,7 @@ fn render(name: &PolicyName, outcome: &Outcome) -> HttpResponse {
     };
     let mut response = HttpResponse::build(status).json(reply);
     let headers = response.headers_mut();
-    for (name, value) in ratelimit_headers(name, decided) {
+    for (name, value) in ratelimit_headers(name, decided, acquired.partition.as_ref()) {
         headers.insert(name, value);
     }
     if denied {
@@ -177,6 +213,7 @@ fn render(name: &PolicyName, outcome: &Outcome) -> HttpResponse {
 fn ratelimit_headers(
     name: &PolicyName,
     decided: &Decided,
+    partition: Option<&Partition>,
 ) -> impl Iterator<Item = (HeaderName, HeaderValue)> {
     let t = if decided.decision == Decision::Denied {
         whole_seconds(decided.retry_after_ms)
@@ -185,7 +222,13 @@ fn ratelimit_headers(
     };
     // Policy names are [A-Za-z0-9._:/-]: safe inside a structured-field string.
     let policy = format!("\"{name}\";q={}", decided.limit);
-    let current = format!("\"{name}\";r={};t={t}", decided.remaining);
+    let mut current = format!("\"{name}\";r={};t={t}", decided.remaining);
+    if let Some(partition) = partition {
+        // The caller's bucket, as a structured-field byte sequence (any key is safe so).
+        current.push_str(";pk=:");
+        current.push_str(&BASE64_STANDARD.encode(partition.as_str()));
+        current.push(':');
+    }
     [
         (HeaderName::from_static("ratelimit-policy"), policy),
         (HeaderName::from_static("ratelimit"), current),

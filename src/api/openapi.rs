@@ -25,6 +25,7 @@ use super::{acquire, admin, release};
         admin::policies::update_policy,
         admin::policies::delete_policy,
         admin::policies::policy_state,
+        admin::policies::reset_bucket,
         admin::audit::list_audit,
     ),
     components(schemas(

@@ -6,10 +6,11 @@ use actix_web::{HttpResponse, web};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
+use super::acquire::{caller_key, refused};
 use super::auth::ApiClient;
 use super::json::{ClientJson, required_field};
 use super::problem::Problem;
-use crate::acquire::Acquirer;
+use crate::acquire::{Acquirer, Refusal};
 use crate::domain::{FieldError, PolicyName};
 use crate::limiter::{LeaseId, ReleaseOutcome};
 
@@ -22,6 +23,9 @@ pub struct ReleaseRequest {
     /// The `lease_id` of the acquire's reply.
     #[serde(default, deserialize_with = "crate::control::not_null")]
     pub lease_id: Option<String>,
+    /// The acquire's `key`, on a `per_key` policy.
+    #[serde(default, deserialize_with = "crate::control::not_null")]
+    pub key: Option<String>,
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -42,6 +46,7 @@ pub struct ReleaseReply {
         (status = 401, description = "No or bad API key", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "No such policy, or no such lease held by this application (expired, already released, or another's)", body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "The policy does not use leases", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "key missing on a per_key policy, given on another, or not 1-256 bytes of UTF-8 without control characters", body = Problem, content_type = "application/problem+json"),
         (status = 503, description = "Redis unreachable", body = Problem, content_type = "application/problem+json"),
     ),
     security(("api_key" = []))
@@ -60,7 +65,8 @@ pub async fn release(
             FieldError::new("lease_id", "must be the 32 hex digits an acquire returned")
         })
     })?;
-    match acquirer.release(&client.app, &name, lease).await {
+    let key = caller_key(body.key)?;
+    match acquirer.release(&client.app, &name, lease, key).await {
         Ok(ReleaseOutcome::Released { remaining, permits }) => {
             Ok(HttpResponse::Ok().json(ReleaseReply {
                 released: true,
@@ -89,11 +95,9 @@ pub async fn release(
             "this application holds no such lease: it expired, was already released, or was never \
              acquired by this application",
         )),
-        Err(e) => {
-            tracing::warn!(policy = %name, error = %e, "release could not reach redis");
-            Err(Problem::unavailable(
-                "the limiter cannot reach redis; the lease expires by itself after its ttl",
-            ))
-        }
+        Err(Refusal::Unavailable) => Err(Problem::unavailable(
+            "the limiter cannot reach redis; the lease expires by itself after its ttl",
+        )),
+        Err(refusal) => Err(refused(refusal, &name, &client.app)),
     }
 }

@@ -6,6 +6,7 @@
 mod accounts;
 mod apps;
 mod audit;
+mod buckets;
 mod inputs;
 mod keys;
 mod live;

@@ -2,7 +2,6 @@ use serde_json::json;
 
 use crate::auth::{Actor, Permission};
 use crate::domain::{AppSlug, FieldError, FieldErrors, PolicyName, PolicySpec, Scope};
-use crate::limiter::BucketState;
 use crate::store::{AuditEntry, PolicyRecord, StoreError};
 
 use super::inputs::PolicyInput;
@@ -155,27 +154,10 @@ impl Control {
         Ok(records.iter().map(PolicyView::from).collect())
     }
 
-    /// The bucket as Redis holds it now.
-    #[tracing::instrument(level = "debug", skip_all, fields(actor = %actor.name, name = %name))]
-    pub async fn policy_state(&self, actor: &Actor, name: &str) -> ControlResult<BucketState> {
-        let mut tx = self.store.begin_read().await?;
-        let record = self
-            .readable_policy(&mut tx, actor, name, Permission::View)
-            .await?;
-        tx.commit().await?;
-        self.limiter
-            .bucket_state(&record.spec.name)
-            .await
-            .map_err(|e| ControlError::RedisUnavailable(e.into()))?
-            .ok_or(ControlError::NotFound(
-                "policy state in redis (the next sync pass restores it)",
-            ))
-    }
-
     /// The policy, if the actor may do `wanted` with it. For an edit its row stays
     /// locked until the transaction ends, so that concurrent changes apply one after the
     /// other instead of failing each other's version check.
-    async fn readable_policy(
+    pub(super) async fn readable_policy(
         &self,
         tx: &mut crate::store::Tx,
         actor: &Actor,

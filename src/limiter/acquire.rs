@@ -23,7 +23,7 @@ pub enum Decision {
 pub struct LeaseId([u8; 16]);
 
 impl LeaseId {
-    fn generate() -> Self {
+    pub(super) fn generate() -> Self {
         Self(rand::rng().random())
     }
 

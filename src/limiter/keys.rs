@@ -71,6 +71,13 @@ impl KeySpace {
         StateKey::ALL.map(|which| self.state(name, which))
     }
 
+    /// A keyed policy's bucket of one caller, named by its tag (see `limiter::keyed`).
+    /// The braces make the whole tag the hash tag: one policy's buckets spread over all of
+    /// a cluster's slots.
+    pub fn keyed_bucket(&self, tag: &str) -> String {
+        format!("{}:k:{{{tag}}}", self.prefix)
+    }
+
     /// The marker the sync task leaves after a complete pass: the SQL fingerprint that
     /// Redis then mirrored. Gone after a flush or a restart, which forces a full pass.
     pub fn sync_marker(&self) -> String {

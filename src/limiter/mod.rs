@@ -4,6 +4,7 @@
 mod acquire;
 mod changes;
 mod connection;
+mod keyed;
 mod keys;
 mod live;
 mod minute_counts;
@@ -16,6 +17,7 @@ mod writes;
 pub use acquire::{AcquireOutcome, Decision, LeaseId};
 pub use changes::listen_for_changes;
 pub use connection::RedisConn;
+pub use keyed::{BucketLimits, KeyedBucket};
 pub use keys::{KeySpace, StateKey};
 pub use live::LiveView;
 pub use minute_counts::MinuteCounts;

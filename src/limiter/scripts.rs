@@ -83,17 +83,42 @@ macro_rules! script {
 // `lib/acquire_gate.lua` holds the checks the algorithms beyond the token bucket share;
 // `lib/<algorithm>.lua` each algorithm's decision, shared with its keyed script.
 script!(TOKEN_BUCKET, ["lib/token_bucket.lua", "token_bucket.lua"]);
-script!(FIXED_WINDOW, ["lib/acquire_gate.lua", "lib/fixed_window.lua", "fixed_window.lua"]);
-script!(SLIDING_LOG, ["lib/acquire_gate.lua", "lib/sliding_log.lua", "sliding_log.lua"]);
+script!(
+    FIXED_WINDOW,
+    [
+        "lib/acquire_gate.lua",
+        "lib/fixed_window.lua",
+        "fixed_window.lua"
+    ]
+);
+script!(
+    SLIDING_LOG,
+    [
+        "lib/acquire_gate.lua",
+        "lib/sliding_log.lua",
+        "sliding_log.lua"
+    ]
+);
 script!(
     SLIDING_WINDOW,
-    ["lib/acquire_gate.lua", "lib/sliding_window.lua", "sliding_window.lua"]
+    [
+        "lib/acquire_gate.lua",
+        "lib/sliding_window.lua",
+        "sliding_window.lua"
+    ]
 );
 script!(
     CONCURRENCY_ACQUIRE,
-    ["lib/acquire_gate.lua", "lib/concurrency.lua", "concurrency_acquire.lua"]
+    [
+        "lib/acquire_gate.lua",
+        "lib/concurrency.lua",
+        "concurrency_acquire.lua"
+    ]
 );
-script!(CONCURRENCY_RELEASE, ["lib/concurrency.lua", "concurrency_release.lua"]);
+script!(
+    CONCURRENCY_RELEASE,
+    ["lib/concurrency.lua", "concurrency_release.lua"]
+);
 script!(GCRA, ["lib/acquire_gate.lua", "lib/gcra.lua", "gcra.lua"]);
 script!(SYNC_POLICY, ["sync_policy.lua"]);
 script!(POLICY_STATE, ["policy_state.lua"]);
@@ -103,29 +128,52 @@ script!(DELETE_IF_STALE, ["delete_if_stale.lua"]);
 // (`keyed/common.lua`), the same decisions.
 script!(
     KEYED_TOKEN_BUCKET,
-    ["lib/token_bucket.lua", "keyed/common.lua", "keyed/token_bucket.lua"]
+    [
+        "lib/token_bucket.lua",
+        "keyed/common.lua",
+        "keyed/token_bucket.lua"
+    ]
 );
 script!(
     KEYED_FIXED_WINDOW,
-    ["lib/fixed_window.lua", "keyed/common.lua", "keyed/fixed_window.lua"]
+    [
+        "lib/fixed_window.lua",
+        "keyed/common.lua",
+        "keyed/fixed_window.lua"
+    ]
 );
 script!(
     KEYED_SLIDING_LOG,
-    ["lib/sliding_log.lua", "keyed/common.lua", "keyed/sliding_log.lua"]
+    [
+        "lib/sliding_log.lua",
+        "keyed/common.lua",
+        "keyed/sliding_log.lua"
+    ]
 );
 script!(
     KEYED_SLIDING_WINDOW,
-    ["lib/sliding_window.lua", "keyed/common.lua", "keyed/sliding_window.lua"]
+    [
+        "lib/sliding_window.lua",
+        "keyed/common.lua",
+        "keyed/sliding_window.lua"
+    ]
 );
 script!(
     KEYED_CONCURRENCY_ACQUIRE,
-    ["lib/concurrency.lua", "keyed/common.lua", "keyed/concurrency_acquire.lua"]
+    [
+        "lib/concurrency.lua",
+        "keyed/common.lua",
+        "keyed/concurrency_acquire.lua"
+    ]
 );
 script!(
     KEYED_CONCURRENCY_RELEASE,
     ["lib/concurrency.lua", "keyed/concurrency_release.lua"]
 );
-script!(KEYED_GCRA, ["lib/gcra.lua", "keyed/common.lua", "keyed/gcra.lua"]);
+script!(
+    KEYED_GCRA,
+    ["lib/gcra.lua", "keyed/common.lua", "keyed/gcra.lua"]
+);
 
 /// The keyed acquire script of an algorithm.
 pub fn keyed_acquire_script(algorithm: Algorithm) -> &'static LuaScript {

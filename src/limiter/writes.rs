@@ -7,7 +7,7 @@ use std::time::Duration;
 use futures_util::{StreamExt, stream};
 use redis::ScriptInvocation;
 
-use crate::domain::{Algorithm, PolicyName, PolicySpec};
+use crate::domain::{Algorithm, PolicyName, PolicySpec, Scope};
 
 use super::{Limiter, LimiterError, StateKey, scripts, within};
 
@@ -29,6 +29,9 @@ pub struct PolicyConfig {
     pub lease_ttl_ms: Option<i64>,
     pub apps: String,
     pub enabled: bool,
+    /// A keyed policy's hash holds its config only: its scripts never decide on it, and
+    /// the global scripts refuse it (see `lua/lib/acquire_gate.lua`).
+    pub scope: Scope,
 }
 
 impl PolicyConfig {
@@ -50,6 +53,7 @@ impl PolicyConfig {
             lease_ttl_ms: spec.lease_ttl_ms.map(|l| l.get()),
             apps,
             enabled: spec.enabled,
+            scope: spec.scope,
         }
     }
 }
@@ -101,7 +105,12 @@ impl Limiter {
                 other => other.as_str(),
             })
             .arg(optional(config.window_ms))
-            .arg(optional(config.lease_ttl_ms));
+            .arg(optional(config.lease_ttl_ms))
+            // The default scope is not stored either.
+            .arg(match config.scope {
+                Scope::Global => "",
+                other => other.as_str(),
+            });
         invocation
     }
 

@@ -244,7 +244,7 @@ async fn a_redis_outage_fails_closed_or_open_as_the_policy_says() {
 
 /// Every operation the server serves under `/v1/` and `/api/v1/` (`api::routes`), with
 /// the path as the OpenAPI document spells it.
-const API_OPERATIONS: [(&str, &str); 16] = [
+const API_OPERATIONS: [(&str, &str); 17] = [
     ("post", "/v1/acquire"),
     ("post", "/v1/release"),
     ("get", "/api/v1/apps"),
@@ -260,6 +260,7 @@ const API_OPERATIONS: [(&str, &str); 16] = [
     ("patch", "/api/v1/policies/{name}"),
     ("delete", "/api/v1/policies/{name}"),
     ("get", "/api/v1/policies/{name}/state"),
+    ("delete", "/api/v1/policies/{name}/state"),
     ("get", "/api/v1/audit"),
 ];
 

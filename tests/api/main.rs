@@ -12,5 +12,6 @@ mod hostile_input;
 mod lua;
 mod operations;
 mod outages;
+mod scopes;
 mod store;
 mod sync;

@@ -189,6 +189,7 @@ async fn two_instances_side_by_side_do_not_fight() {
         lease_ttl_ms: None,
         apps: ",shop,".into(),
         enabled: true,
+        scope: ratekeeper::domain::Scope::Global,
     };
     assert!(
         !other.limiter.push_policy(&stale).await.unwrap(),

@@ -41,8 +41,9 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
             // Policy names may contain '/': the state resource is matched first, and a
             // name ending in "/state" can be reached percent-encoded (%2F).
             .service(
-                resource("/policies/{name:.+}/state", "GET")
-                    .route(web::get().to(policies::policy_state)),
+                resource("/policies/{name:.+}/state", "GET, DELETE")
+                    .route(web::get().to(policies::policy_state))
+                    .route(web::delete().to(policies::reset_bucket)),
             )
             .service(
                 resource("/policies/{name:.+}", "GET, PATCH, DELETE")

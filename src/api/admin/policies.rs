@@ -7,6 +7,7 @@ use crate::limiter::BucketState;
 
 use crate::api::json::ValidJson;
 use crate::api::problem::Problem;
+use crate::domain::FieldError;
 use crate::state::AppState;
 
 type Reply = Result<HttpResponse, Problem>;
@@ -141,13 +142,21 @@ pub async fn delete_policy(
     Ok(HttpResponse::NoContent().finish())
 }
 
+#[derive(Deserialize)]
+pub struct StateQuery {
+    key: Option<String>,
+}
+
 #[utoipa::path(
-    get, path = "/api/v1/policies/{name}/state", tag = "policies", params(("name" = String, Path)),
+    get, path = "/api/v1/policies/{name}/state", tag = "policies",
+    params(("name" = String, Path), ("key" = Option<String>, Query, description = "a keyed policy's caller: the key (per_key) or the app slug (per_app); required there, refused on a global policy")),
     responses(
-        (status = 200, description = "The policy's live state in Redis", body = BucketState),
+        (status = 200, description = "The live state in Redis: the policy's bucket, or one caller's", body = BucketState),
+        (status = 400, description = "Malformed query string", body = Problem, content_type = "application/problem+json"),
         (status = 401, description = "No or bad access token", body = Problem, content_type = "application/problem+json"),
         (status = 403, description = "Not permitted", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "No such policy, or no state in Redis yet", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "key missing on a keyed policy, given on a global one, or invalid", body = Problem, content_type = "application/problem+json"),
         (status = 503, description = "Redis or the database unreachable", body = Problem, content_type = "application/problem+json"),
     ),
     security(("access_token" = []))
@@ -156,11 +165,44 @@ pub async fn policy_state(
     state: web::Data<AppState>,
     AdminActor(actor): AdminActor,
     name: web::Path<String>,
+    query: web::Query<StateQuery>,
 ) -> Reply {
     Ok(HttpResponse::Ok().json(
         state
             .control
-            .policy_state(&actor, &policy_name(&name))
+            .policy_state(&actor, &policy_name(&name), query.key.as_deref())
             .await?,
     ))
+}
+
+#[utoipa::path(
+    delete, path = "/api/v1/policies/{name}/state", tag = "policies",
+    params(("name" = String, Path), ("key" = String, Query, description = "the caller whose bucket starts afresh: the key (per_key) or the app slug (per_app)")),
+    responses(
+        (status = 204, description = "The caller's bucket is reset: full at its next acquire"),
+        (status = 400, description = "Malformed query string", body = Problem, content_type = "application/problem+json"),
+        (status = 401, description = "No or bad access token", body = Problem, content_type = "application/problem+json"),
+        (status = 403, description = "Not permitted (owners and admins only)", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No such policy", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "key missing, invalid, or the policy is global", body = Problem, content_type = "application/problem+json"),
+        (status = 503, description = "Redis or the database unreachable", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("access_token" = []))
+)]
+pub async fn reset_bucket(
+    state: web::Data<AppState>,
+    AdminActor(actor): AdminActor,
+    name: web::Path<String>,
+    query: web::Query<StateQuery>,
+) -> Reply {
+    let Some(key) = query.key.as_deref() else {
+        return Err(Problem::invalid(
+            FieldError::new("key", "is required: the caller whose bucket to reset").into(),
+        ));
+    };
+    state
+        .control
+        .reset_bucket(&actor, &policy_name(&name), key)
+        .await?;
+    Ok(HttpResponse::NoContent().finish())
 }

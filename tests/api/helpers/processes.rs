@@ -206,6 +206,10 @@ impl LocalCluster {
     pub fn url(&self) -> String {
         Self::url_of(&self.ports)
     }
+
+    pub fn ports(&self) -> &[u16] {
+        &self.ports
+    }
 }
 
 impl Drop for LocalCluster {

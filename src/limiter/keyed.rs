@@ -1,0 +1,177 @@
+//! The buckets of keyed policies (per_app, per_key): one Redis key per caller, named by a
+//! hash of the policy, its incarnation, algorithm, scope and window, and the caller, so
+//! that one policy's buckets spread over every master of a Redis Cluster and a change of
+//! algorithm, scope or window starts them afresh (old buckets expire by themselves). The
+//! policy's config comes from the instance with each call (`lua/keyed/`).
+
+use rand::Rng;
+use sha2::{Digest, Sha256};
+
+use crate::domain::{Algorithm, AppSlug, Permits};
+
+use super::acquire::{AcquireOutcome, LeaseId, parse_reply};
+use super::{Limiter, LimiterError, PolicyConfig, ReleaseOutcome, scripts};
+
+/// The limits one caller's bucket is decided under: the policy's, or an override's.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct BucketLimits {
+    pub max_permits: i64,
+    /// Permits per second; 0 for the algorithms without a rate.
+    pub rate: f64,
+    pub window_ms: Option<i64>,
+    pub lease_ttl_ms: Option<i64>,
+}
+
+impl BucketLimits {
+    /// The policy's own limits.
+    pub fn of(config: &PolicyConfig) -> Self {
+        Self {
+            max_permits: config.max_permits,
+            rate: config.rate,
+            window_ms: config.window_ms,
+            lease_ttl_ms: config.lease_ttl_ms,
+        }
+    }
+
+    /// The algorithm's parameter as the keyed scripts take it (ARGV[3]).
+    fn param(&self, algorithm: Algorithm) -> String {
+        match algorithm {
+            Algorithm::TokenBucket | Algorithm::Gcra => self.rate.to_string(),
+            Algorithm::FixedWindow | Algorithm::SlidingLog | Algorithm::SlidingWindow => {
+                self.window_ms.unwrap_or(1).to_string()
+            }
+            Algorithm::Concurrency => self.lease_ttl_ms.unwrap_or(1).to_string(),
+        }
+    }
+}
+
+/// One caller's bucket of a keyed policy.
+#[derive(Debug, Clone, Copy)]
+pub struct KeyedBucket<'a> {
+    pub policy: &'a PolicyConfig,
+    /// The app slug (per_app) or the client's key (per_key).
+    pub caller: &'a str,
+    pub limits: BucketLimits,
+}
+
+impl KeyedBucket<'_> {
+    /// 64 bits of SHA-256 over what makes the bucket this one: the policy's name and
+    /// incarnation, the algorithm, scope and window it counts in, and the caller.
+    /// Collisions (two callers sharing a bucket) are as likely as 64-bit ones.
+    fn tag(&self) -> String {
+        let mut h = Sha256::new();
+        for part in [
+            self.policy.name.as_str().as_bytes(),
+            &self.policy.created_ms.to_le_bytes(),
+            self.policy.algorithm.as_str().as_bytes(),
+            self.policy.scope.as_str().as_bytes(),
+            &self.limits.window_ms.unwrap_or(0).to_le_bytes(),
+            self.caller.as_bytes(),
+        ] {
+            h.update((part.len() as u32).to_le_bytes());
+            h.update(part);
+        }
+        hex::encode(&h.finalize()[..8])
+    }
+}
+
+impl Limiter {
+    /// The Redis key of a caller's bucket.
+    pub fn keyed_key(&self, bucket: &KeyedBucket<'_>) -> String {
+        self.keys.keyed_bucket(&bucket.tag())
+    }
+
+    /// Decides an acquire of `permits` on one caller's bucket (one round trip). The app is
+    /// the caller's; whether it may acquire was checked from the snapshot.
+    pub async fn acquire_keyed(
+        &self,
+        bucket: &KeyedBucket<'_>,
+        permits: Permits,
+        app: &AppSlug,
+    ) -> Result<AcquireOutcome, LimiterError> {
+        let (reply, lease) = self
+            .run_keyed(bucket, permits.get(), bucket.policy.enabled, app)
+            .await?;
+        parse_reply(&reply, lease, bucket.policy.algorithm)
+    }
+
+    /// A caller's bucket as it stands, without changing it (the scripts read only when
+    /// told the policy is disabled): `(permits available now, ms until full)`.
+    pub async fn keyed_state(&self, bucket: &KeyedBucket<'_>) -> Result<(i64, i64), LimiterError> {
+        let app = AppSlug::parse("ratekeeper").expect("a valid slug");
+        let (reply, _) = self.run_keyed(bucket, 1, false, &app).await?;
+        match reply.as_slice() {
+            [2, remaining, _, reset, ..] => Ok((*remaining, *reset)),
+            _ => Err(LimiterError::Reply(format!("{reply:?}"))),
+        }
+    }
+
+    /// Forgets a caller's bucket: it starts full (or empty of grants) at its next acquire.
+    pub async fn reset_keyed(&self, bucket: &KeyedBucket<'_>) -> Result<bool, LimiterError> {
+        let mut conn = self.conn.clone();
+        let mut cmd = redis::cmd("DEL");
+        cmd.arg(self.keyed_key(bucket));
+        let deleted: i64 = self.timed(cmd.query_async(&mut conn)).await?;
+        Ok(deleted > 0)
+    }
+
+    /// Gives back a lease of a keyed concurrency policy.
+    pub async fn release_keyed(
+        &self,
+        bucket: &KeyedBucket<'_>,
+        app: &AppSlug,
+        lease: LeaseId,
+    ) -> Result<ReleaseOutcome, LimiterError> {
+        let mut conn = self.conn.clone();
+        let mut invocation = scripts::KEYED_CONCURRENCY_RELEASE.key(self.keyed_key(bucket));
+        invocation
+            .arg(bucket.limits.max_permits)
+            .arg(format!("{app}|{lease}|"))
+            .arg(bucket.policy.version);
+        let reply: Vec<i64> = self.timed(invocation.invoke_async(&mut conn)).await?;
+        match reply.as_slice() {
+            [1, remaining, permits, ..] => Ok(ReleaseOutcome::Released {
+                remaining: *remaining,
+                permits: *permits,
+            }),
+            [-5, ..] => Ok(ReleaseOutcome::NotHeld),
+            _ => Err(LimiterError::Reply(format!("{reply:?}"))),
+        }
+    }
+
+    async fn run_keyed(
+        &self,
+        bucket: &KeyedBucket<'_>,
+        permits: i64,
+        enabled: bool,
+        app: &AppSlug,
+    ) -> Result<(Vec<i64>, Option<LeaseId>), LimiterError> {
+        let algorithm = bucket.policy.algorithm;
+        let mut invocation = scripts::keyed_acquire_script(algorithm).key(self.keyed_key(bucket));
+        invocation
+            .arg(permits)
+            .arg(bucket.limits.max_permits)
+            .arg(bucket.limits.param(algorithm))
+            .arg(if enabled { "1" } else { "0" })
+            .arg(bucket.policy.version);
+        let mut lease = None;
+        match algorithm {
+            Algorithm::SlidingLog => {
+                let request: u64 = rand::rng().random();
+                invocation.arg(format!("{request:016x}"));
+            }
+            Algorithm::Concurrency => {
+                let id = LeaseId::generate();
+                lease = Some(id);
+                invocation.arg(format!("{app}|{id}|"));
+            }
+            Algorithm::TokenBucket
+            | Algorithm::FixedWindow
+            | Algorithm::SlidingWindow
+            | Algorithm::Gcra => {}
+        }
+        let mut conn = self.conn.clone();
+        let reply: Vec<i64> = self.timed(invocation.invoke_async(&mut conn)).await?;
+        Ok((reply, lease))
+    }
+}
