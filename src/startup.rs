@@ -12,7 +12,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::acquire::DenialCache;
-use crate::acquire::{Acquirer, DecisionCounts, run_flusher};
+use crate::acquire::{Acquirer, DecisionCounts, TopKeysRegistry, run_flusher};
 use crate::api;
 use crate::config::Settings;
 use crate::console;
@@ -34,6 +34,8 @@ pub struct Core {
     pub snapshot: Arc<Snapshot>,
     pub denials: Arc<DenialCache>,
     pub decisions: Arc<DecisionCounts>,
+    /// Every worker's top callers, for the flusher.
+    pub top: Arc<TopKeysRegistry>,
     /// This server's Prometheus metrics.
     pub metrics: Arc<Metrics>,
     /// The limiter of the background tasks, on a connection of their own.
@@ -72,6 +74,7 @@ impl Core {
             snapshot,
             denials,
             decisions: Arc::default(),
+            top: Arc::default(),
             metrics,
             background,
             sync,
@@ -125,6 +128,7 @@ impl Application {
         );
         let flusher_task = tokio::spawn(run_flusher(
             core.decisions.clone(),
+            core.top.clone(),
             core.background.clone(),
             shutdown.clone(),
         ));
@@ -135,8 +139,13 @@ impl Application {
             metrics: core.metrics.clone(),
         });
         let redis_url = settings.redis_url.clone();
-        let (snapshot, denials, decisions, metrics) =
-            (core.snapshot, core.denials, core.decisions, core.metrics);
+        let (snapshot, denials, decisions, metrics, top) = (
+            core.snapshot,
+            core.denials,
+            core.decisions,
+            core.metrics,
+            core.top.clone(),
+        );
         let mut server = HttpServer::new(move || {
             // Runs on each worker thread: its acquire path gets that thread's connection.
             let acquirer = Acquirer::new(
@@ -145,6 +154,7 @@ impl Application {
                 denials.clone(),
                 decisions.clone(),
                 metrics.clone(),
+                top.for_worker(),
             );
             App::new()
                 .app_data(state.clone())

@@ -17,7 +17,7 @@ use crate::telemetry::Metrics;
 
 use super::caller::{Partition, partition_of};
 use super::outcome::{Acquired, Decided, Outcome, Refusal};
-use super::{CachedDenial, DecisionCounts, DenialCache};
+use super::{CachedDenial, DecisionCounts, DenialCache, TopKeys};
 
 /// One HTTP worker's acquire path: it holds that worker's own Redis connection, so an
 /// acquire never hops to another thread to reach Redis; the rest is shared.
@@ -27,6 +27,8 @@ pub struct Acquirer {
     denials: Arc<DenialCache>,
     counts: Arc<DecisionCounts>,
     metrics: Arc<Metrics>,
+    /// This worker's top callers per policy since the last flush.
+    top: Arc<TopKeys>,
     /// Warnings of an outage, at most one a second (not one per request).
     outage_log: OncePerSecond,
 }
@@ -54,6 +56,7 @@ impl Acquirer {
         denials: Arc<DenialCache>,
         counts: Arc<DecisionCounts>,
         metrics: Arc<Metrics>,
+        top: Arc<TopKeys>,
     ) -> Self {
         Self {
             limiter,
@@ -61,6 +64,7 @@ impl Acquirer {
             denials,
             counts,
             metrics,
+            top,
             outage_log: OncePerSecond::default(),
         }
     }
@@ -115,7 +119,7 @@ impl Acquirer {
         }
         // Denials are remembered per app: another app may not be allowed at all (403).
         if let Some(known) = self.denials.check(name, app.as_str(), permits.get()) {
-            self.count(name, Decision::Denied);
+            self.count(name, app.as_str(), Decision::Denied);
             return Ok(Outcome::Decided(known.into()));
         }
         match self.ask_redis(app, name, permits, policy).await {
@@ -145,7 +149,7 @@ impl Acquirer {
             });
         }
         if let Some(known) = self.denials.check(name, caller, permits.get()) {
-            self.count(name, Decision::Denied);
+            self.count(name, caller, Decision::Denied);
             return Ok(Outcome::Decided(known.into()));
         }
         let bucket = KeyedBucket {
@@ -257,7 +261,7 @@ impl Acquirer {
             self.denials
                 .remember(name, caller, permits.get(), CachedDenial::from(decided));
         }
-        self.count(name, decided.decision);
+        self.count(name, caller, decided.decision);
         Ok(Outcome::Decided(decided))
     }
 
@@ -305,9 +309,12 @@ impl Acquirer {
         outcome
     }
 
-    fn count(&self, name: &PolicyName, decision: Decision) {
-        self.counts
-            .record(name.as_str(), decision != Decision::Denied);
+    /// Counts a decision: per policy for the console's chart, per caller for the top
+    /// callers, and by outcome for the metrics.
+    fn count(&self, name: &PolicyName, caller: &str, decision: Decision) {
+        let granted = decision != Decision::Denied;
+        self.counts.record(name.as_str(), granted);
+        self.top.record(name.as_str(), caller, granted);
         self.metric(match decision {
             Decision::Granted => "granted",
             Decision::Denied => "denied",

@@ -9,7 +9,9 @@ use std::time::Duration;
 use dashmap::DashMap;
 use tokio_util::sync::CancellationToken;
 
-use crate::limiter::Limiter;
+use crate::limiter::{Limiter, TopBatch};
+
+use super::TopKeysRegistry;
 
 /// How often an instance adds its counts to Redis.
 const FLUSH_EVERY: Duration = Duration::from_secs(2);
@@ -67,9 +69,11 @@ pub fn unix_minute_now() -> i64 {
     chrono::Utc::now().timestamp_millis() / 60_000
 }
 
-/// Adds the counts to Redis every [`FLUSH_EVERY`] until `shutdown`, then once more.
+/// Adds the counts and the top callers to Redis every [`FLUSH_EVERY`] until `shutdown`,
+/// then once more.
 pub async fn run_flusher(
     counts: Arc<DecisionCounts>,
+    top: Arc<TopKeysRegistry>,
     limiter: Limiter,
     shutdown: CancellationToken,
 ) {
@@ -79,10 +83,23 @@ pub async fn run_flusher(
             _ = ticker.tick() => false,
             () = shutdown.cancelled() => true,
         };
+        let minute = unix_minute_now();
         let taken = counts.take();
-        if let Err(e) = limiter.add_minute_counts(unix_minute_now(), &taken).await {
+        if let Err(e) = limiter.add_minute_counts(minute, &taken).await {
             // Lost counts only make a chart lower; the decisions themselves were right.
             tracing::warn!(error = %e, policies = taken.len(), "decision counts not stored");
+        }
+        let tops = top.take();
+        let batches: Vec<TopBatch<'_>> = tops
+            .iter()
+            .map(|t| TopBatch {
+                policy: &t.policy,
+                granted: &t.granted,
+                denied: &t.denied,
+            })
+            .collect();
+        if let Err(e) = limiter.add_top(minute, &batches).await {
+            tracing::warn!(error = %e, policies = tops.len(), "top callers not stored");
         }
         if stopping {
             return;

@@ -26,6 +26,7 @@ use super::{acquire, admin, release};
         admin::policies::delete_policy,
         admin::policies::policy_state,
         admin::policies::reset_bucket,
+        admin::policies::top_callers,
         admin::audit::list_audit,
     ),
     components(schemas(
@@ -39,6 +40,10 @@ use super::{acquire, admin, release};
         crate::control::PolicyView,
         crate::control::AuditView,
         crate::limiter::BucketState,
+        crate::limiter::CallerCount,
+        crate::control::TopCallers,
+        crate::control::OverrideView,
+        crate::control::OverrideInput,
         crate::control::MemberView,
         super::problem::Problem,
     )),

@@ -112,3 +112,59 @@ impl Control {
         Ok(())
     }
 }
+
+/// Top callers are counted over at most this many minutes back.
+pub const TOP_MAX_MINUTES: i64 = 60;
+
+/// Callers listed per outcome.
+const TOP_LIMIT: usize = 10;
+
+/// Who is being limited: a policy's callers with the most grants and the most denials.
+#[derive(Debug, Clone, serde::Serialize, utoipa::ToSchema)]
+pub struct TopCallers {
+    pub minutes: i64,
+    /// Most granted first (counts summed over every instance, at most over-estimated).
+    pub granted: Vec<crate::limiter::CallerCount>,
+    /// Most denied first.
+    pub denied: Vec<crate::limiter::CallerCount>,
+}
+
+impl Control {
+    /// The top 10 callers of a policy by grants and by denials over the last `minutes`
+    /// (1 to 60): keys for per_key, applications otherwise.
+    #[tracing::instrument(level = "debug", skip_all, fields(actor = %actor.name, name = %name))]
+    pub async fn top_callers(
+        &self,
+        actor: &Actor,
+        name: &str,
+        minutes: i64,
+    ) -> ControlResult<TopCallers> {
+        if !(1..=TOP_MAX_MINUTES).contains(&minutes) {
+            return Err(FieldError::new(
+                "minutes",
+                format!("must be a whole number from 1 to {TOP_MAX_MINUTES}"),
+            )
+            .into());
+        }
+        let mut tx = self.store.begin_read().await?;
+        let record = self
+            .readable_policy(&mut tx, actor, name, Permission::View)
+            .await?;
+        tx.commit().await?;
+        let (granted, denied) = self
+            .limiter
+            .top(
+                record.spec.name.as_str(),
+                crate::acquire::unix_minute_now(),
+                minutes,
+                TOP_LIMIT,
+            )
+            .await
+            .map_err(|e| ControlError::RedisUnavailable(e.into()))?;
+        Ok(TopCallers {
+            minutes,
+            granted,
+            denied,
+        })
+    }
+}

@@ -18,6 +18,7 @@ mod users;
 mod views;
 
 pub use accounts::{NewSession, SESSION_LIFETIME_MS, UserFlags};
+pub use buckets::{TOP_MAX_MINUTES, TopCallers};
 pub use inputs::{AppInput, KeyInput, MemberInput, OverrideInput, PolicyInput, not_null};
 pub use live::{ACTIVITY_MINUTES, LivePolicy};
 pub use views::{

@@ -12,6 +12,7 @@ mod own_buckets;
 mod release;
 pub mod scripts;
 mod state;
+mod top_keys;
 mod writes;
 
 pub use acquire::{AcquireOutcome, Decision, LeaseId};
@@ -24,6 +25,7 @@ pub use minute_counts::MinuteCounts;
 pub use own_buckets::OwnBucket;
 pub use release::ReleaseOutcome;
 pub use state::BucketState;
+pub use top_keys::{CallerCount, TopBatch};
 pub use writes::PolicyConfig;
 
 use std::sync::Arc;

@@ -38,8 +38,12 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
                     .route(web::post().to(policies::create_policy))
                     .route(web::get().to(policies::list_policies)),
             )
-            // Policy names may contain '/': the state resource is matched first, and a
-            // name ending in "/state" can be reached percent-encoded (%2F).
+            // Policy names may contain '/': the top and state resources are matched first,
+            // and a name ending in "/top" or "/state" is reached percent-encoded (%2F).
+            .service(
+                resource("/policies/{name:.+}/top", "GET")
+                    .route(web::get().to(policies::top_callers)),
+            )
             .service(
                 resource("/policies/{name:.+}/state", "GET, DELETE")
                     .route(web::get().to(policies::policy_state))

@@ -2,7 +2,7 @@ use actix_web::{HttpResponse, web};
 use serde::Deserialize;
 
 use crate::api::auth::AdminActor;
-use crate::control::{PolicyInput, PolicyView};
+use crate::control::{PolicyInput, PolicyView, TopCallers};
 use crate::limiter::BucketState;
 
 use crate::api::json::ValidJson;
@@ -205,4 +205,37 @@ pub async fn reset_bucket(
         .reset_bucket(&actor, &policy_name(&name), key)
         .await?;
     Ok(HttpResponse::NoContent().finish())
+}
+
+#[derive(Deserialize)]
+pub struct TopQuery {
+    minutes: Option<i64>,
+}
+
+#[utoipa::path(
+    get, path = "/api/v1/policies/{name}/top", tag = "policies",
+    params(("name" = String, Path), ("minutes" = Option<i64>, Query, description = "1 to 60, default 5")),
+    responses(
+        (status = 200, description = "The top 10 callers (keys, or apps) by grants and by denials", body = TopCallers),
+        (status = 400, description = "Malformed query string", body = Problem, content_type = "application/problem+json"),
+        (status = 401, description = "No or bad access token", body = Problem, content_type = "application/problem+json"),
+        (status = 403, description = "Not permitted", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No such policy", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "minutes out of range", body = Problem, content_type = "application/problem+json"),
+        (status = 503, description = "Redis or the database unreachable", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("access_token" = []))
+)]
+pub async fn top_callers(
+    state: web::Data<AppState>,
+    AdminActor(actor): AdminActor,
+    name: web::Path<String>,
+    query: web::Query<TopQuery>,
+) -> Reply {
+    Ok(HttpResponse::Ok().json(
+        state
+            .control
+            .top_callers(&actor, &policy_name(&name), query.minutes.unwrap_or(5))
+            .await?,
+    ))
 }

@@ -230,18 +230,22 @@ impl TestApp {
             == 1
     }
 
-    /// The value of one sample of the server's metrics, named with its labels as the
-    /// Prometheus text writes it (`name{label="value"}`).
-    pub async fn metric(&self, sample: &str) -> Option<f64> {
-        let text = self
-            .client
+    /// The server's metrics as Prometheus text.
+    pub async fn metrics_text(&self) -> String {
+        self.client
             .get(self.url("/metrics"))
             .send()
             .await
             .expect("request sent")
             .text()
             .await
-            .unwrap();
+            .unwrap()
+    }
+
+    /// The value of one sample of the server's metrics, named with its labels as the
+    /// Prometheus text writes it (`name{label="value"}`).
+    pub async fn metric(&self, sample: &str) -> Option<f64> {
+        let text = self.metrics_text().await;
         text.lines()
             .find_map(|line| line.strip_prefix(sample)?.strip_prefix(' '))
             .map(|value| value.trim().parse().expect("a number"))

@@ -46,14 +46,3 @@ async fn readyz(app: &TestApp) -> (StatusCode, Value) {
     let r = app.client.get(app.url("/readyz")).send().await.unwrap();
     (r.status(), r.json().await.unwrap())
 }
-
-async fn metrics(app: &TestApp) -> String {
-    app.client
-        .get(app.url("/metrics"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap()
-}

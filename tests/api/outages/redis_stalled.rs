@@ -75,7 +75,7 @@ async fn metrics_stay_flat_whatever_resource_names_clients_send_during_an_outage
     assert_eq!(acquire(&app, &shop, "open.p").await.0, StatusCode::OK);
     redis.stop();
     assert_eq!(acquire(&app, &shop, "open.p").await.0, StatusCode::OK);
-    let before = metrics(&app).await;
+    let before = app.metrics_text().await;
 
     let names: Vec<String> = (0..500)
         .map(|i| format!("made.up.{i}.{}", random_suffix()))
@@ -88,7 +88,7 @@ async fn metrics_stay_flat_whatever_resource_names_clients_send_during_an_outage
             .all(|r| r.status() == StatusCode::SERVICE_UNAVAILABLE)
     );
 
-    let after = metrics(&app).await;
+    let after = app.metrics_text().await;
     assert!(
         !after.contains("made.up."),
         "no metric label comes from a request"

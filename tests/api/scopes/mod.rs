@@ -9,6 +9,7 @@ mod isolation;
 mod lifecycle;
 mod overrides;
 mod support;
+mod top;
 
 use reqwest::{Response, StatusCode};
 use serde_json::{Value, json};

@@ -1,0 +1,168 @@
+//! Who is being limited: per policy, the callers (keys, or apps) with the most grants and
+//! the most denials, counted in bounded memory. Each HTTP worker keeps a small
+//! Space-Saving sketch per policy and outcome (at most [`SKETCH_SIZE`] callers; a new
+//! caller takes the place of the least counted one and inherits its count, so a heavy
+//! hitter is never missed and counts are at most over-estimated), and the flusher adds
+//! them to Redis per minute, where every instance's are summed.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+/// Callers one sketch follows.
+pub const SKETCH_SIZE: usize = 32;
+
+/// A Space-Saving sketch: the heavy hitters of a stream in `SKETCH_SIZE` counters.
+#[derive(Debug, Default)]
+struct Sketch {
+    counts: HashMap<Box<str>, u64>,
+}
+
+impl Sketch {
+    fn add(&mut self, caller: &str) {
+        if let Some(n) = self.counts.get_mut(caller) {
+            *n += 1;
+            return;
+        }
+        if self.counts.len() < SKETCH_SIZE {
+            self.counts.insert(caller.into(), 1);
+            return;
+        }
+        let (least, floor) = self
+            .counts
+            .iter()
+            .min_by_key(|(_, n)| **n)
+            .map(|(k, n)| (k.clone(), *n))
+            .expect("a full sketch has entries");
+        self.counts.remove(&least);
+        self.counts.insert(caller.into(), floor + 1);
+    }
+
+    fn take(&mut self) -> Vec<(String, u64)> {
+        self.counts
+            .drain()
+            .map(|(caller, n)| (caller.into_string(), n))
+            .collect()
+    }
+}
+
+/// One policy's callers since the last flush: `(granted, denied)`.
+#[derive(Debug, Default)]
+struct PolicyTop {
+    granted: Sketch,
+    denied: Sketch,
+}
+
+/// The top callers seen by one worker since the last flush.
+#[derive(Debug, Default)]
+pub struct TopKeys {
+    // Locked by its worker for each decision and by the flusher every few seconds: never
+    // contended between workers.
+    by_policy: Mutex<HashMap<Box<str>, PolicyTop>>,
+}
+
+/// What a flush takes of one policy: its top granted and denied callers with counts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TakenTop {
+    pub policy: String,
+    pub granted: Vec<(String, u64)>,
+    pub denied: Vec<(String, u64)>,
+}
+
+impl TopKeys {
+    pub fn record(&self, policy: &str, caller: &str, granted: bool) {
+        let mut by_policy = self.by_policy.lock().expect("top keys lock");
+        let top = match by_policy.get_mut(policy) {
+            Some(top) => top,
+            None => by_policy.entry(policy.into()).or_default(),
+        };
+        if granted {
+            top.granted.add(caller);
+        } else {
+            top.denied.add(caller);
+        }
+    }
+
+    fn take(&self) -> Vec<TakenTop> {
+        let mut by_policy = self.by_policy.lock().expect("top keys lock");
+        by_policy
+            .drain()
+            .map(|(policy, mut top)| TakenTop {
+                policy: policy.into_string(),
+                granted: top.granted.take(),
+                denied: top.denied.take(),
+            })
+            .collect()
+    }
+}
+
+/// Every worker's sketches, for the flusher.
+#[derive(Debug, Default)]
+pub struct TopKeysRegistry {
+    workers: Mutex<Vec<Arc<TopKeys>>>,
+}
+
+impl TopKeysRegistry {
+    /// The sketches of a new worker.
+    pub fn for_worker(&self) -> Arc<TopKeys> {
+        let top = Arc::new(TopKeys::default());
+        self.workers
+            .lock()
+            .expect("registry lock")
+            .push(top.clone());
+        top
+    }
+
+    /// Takes every worker's sketches, merged per policy.
+    pub fn take(&self) -> Vec<TakenTop> {
+        let workers = self.workers.lock().expect("registry lock").clone();
+        let mut merged: HashMap<String, TakenTop> = HashMap::new();
+        for taken in workers.iter().flat_map(|w| w.take()) {
+            let entry = merged
+                .entry(taken.policy.clone())
+                .or_insert_with(|| TakenTop {
+                    policy: taken.policy.clone(),
+                    granted: Vec::new(),
+                    denied: Vec::new(),
+                });
+            entry.granted.extend(taken.granted);
+            entry.denied.extend(taken.denied);
+        }
+        merged.into_values().collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_heavy_hitter_is_found_among_a_million_callers_in_bounded_memory() {
+        let top = TopKeys::default();
+        for i in 0..1_000_000u64 {
+            top.record("p", &format!("user-{i}"), false);
+            if i % 10 == 0 {
+                top.record("p", "the-abuser", false);
+            }
+        }
+        let taken = top.take();
+        let denied = &taken[0].denied;
+        assert!(denied.len() <= SKETCH_SIZE);
+        let (first, count) = denied.iter().max_by_key(|(_, n)| *n).unwrap();
+        assert_eq!(first, "the-abuser");
+        assert!(*count >= 100_000, "never under-counted: {count}");
+        assert!(top.take().is_empty(), "taken once");
+    }
+
+    #[test]
+    fn every_worker_is_taken() {
+        let registry = TopKeysRegistry::default();
+        let (a, b) = (registry.for_worker(), registry.for_worker());
+        a.record("p", "ann", true);
+        b.record("p", "bob", true);
+        b.record("q", "bob", false);
+        let mut taken = registry.take();
+        taken.sort_by(|x, y| x.policy.cmp(&y.policy));
+        assert_eq!(taken[0].granted.len(), 2);
+        assert_eq!(taken[1].denied, vec![("bob".to_owned(), 1)]);
+    }
+}
