@@ -400,6 +400,59 @@ describe('console', { timeout: 10 * TEST_TIMEOUT_MS }, () => {
     assert.equal(denied.status(), 403, `viewer GET policies/new answered ${denied.status()}`);
   });
 
+  uiTest('(f) a per-key policy: its override on the form, one key looked up and reset on its page', async () => {
+    const page = await newPage();
+    await signInOk(page, USERS.olivia);
+    await page.goto(`/apps/${APP.slug}/policies/new`);
+    const form = policyForm(page);
+    const field = (name) => form.locator(`[name="${name}"]`);
+    for (const name of ['scope', 'overrides']) await assertLabelled(field(name), `policy form field ${name}`);
+    await field('name').fill('logins');
+    await field('rate').fill('1');
+    await field('rate_unit').selectOption('hour');
+    await field('max_permits').fill('2');
+    await field('scope').selectOption('per_key');
+    await field('overrides').fill('vip max_permits=5');
+    await screenshots(page, 'policy-form-per-key');
+    await Promise.all([nextFormPost(page), form.getByRole('button', { name: 'Create policy', exact: true }).click()]);
+    await page.waitForURL((u) => u.pathname === `/apps/${APP.slug}`);
+
+    // Lock one user out from outside the browser (once the policy reached the acquire path).
+    const statuses = [];
+    await pollUntil(
+      'POST /v1/acquire for logins to find the policy',
+      async () => {
+        const r = await server.acquire('logins', 1, 'mallory');
+        if (r.status === 404) return false;
+        statuses.push(r.status);
+        return true;
+      },
+      { timeoutMs: 10_000 },
+    );
+    while (statuses.length < 10 && statuses.at(-1) !== 429) {
+      statuses.push((await server.acquire('logins', 1, 'mallory')).status);
+    }
+    assert.deepEqual(statuses, [200, 200, 429], `acquire statuses: ${statuses}`);
+
+    // From the app's table to the policy's page, then the key box.
+    const link = page.locator('#policies tr[data-policy="logins"] a.policy-link');
+    await Promise.all([page.waitForURL((u) => u.pathname === '/policies/logins/overview'), link.click()]);
+    assert.equal(await page.locator('tr[data-override="vip"]').count(), 1, 'the override is not listed');
+    const lookup = page.getByLabel('Key', { exact: true });
+    await lookup.fill('mallory');
+    await Promise.all([page.waitForURL((u) => u.searchParams.get('key') === 'mallory'), lookup.press('Enter')]);
+    const current = page.locator('[data-fact="current"]');
+    assert.equal((await current.innerText()).trim(), '0 of 2');
+    await screenshots(page, 'policy-page-key');
+
+    const reset = page.locator('form#reset-form');
+    await Promise.all([nextFormPost(page), reset.getByRole('button', { name: 'Reset to full', exact: true }).click()]);
+    await page.waitForLoadState();
+    assert.equal((await page.locator('[data-fact="current"]').innerText()).trim(), '2 of 2');
+    assert.match(await page.locator('.notice, [role=status]').first().innerText(), /Bucket reset to full/);
+    assert.equal((await server.acquire('logins', 1, 'mallory')).status, 200, 'mallory is not let in again');
+  });
+
   uiTest('screenshots of the other console pages', async (t) => {
     const pages = [
       { name: 'audit', path: '/audit', user: USERS.root },

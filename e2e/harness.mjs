@@ -250,12 +250,12 @@ export class Server {
     return expect === undefined ? { status: r.status, body: json } : json;
   }
 
-  /** POST /v1/acquire with the app's API key: {status, body}. */
-  async acquire(resource, permits = 1) {
+  /** POST /v1/acquire with the app's API key (and `key`, for a per_key policy): {status, body}. */
+  async acquire(resource, permits = 1, key = undefined) {
     const r = await fetch(this.url('/v1/acquire'), {
       method: 'POST',
       headers: { authorization: `Bearer ${this.apiKey}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ resource, permits }),
+      body: JSON.stringify({ resource, permits, key }),
     });
     const text = await r.text();
     let body = text;

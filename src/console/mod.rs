@@ -19,7 +19,7 @@ mod users;
 use actix_web::http::StatusCode;
 use actix_web::http::header::{self, ContentType};
 use actix_web::middleware::DefaultHeaders;
-use actix_web::{HttpRequest, HttpResponse, web};
+use actix_web::{HttpRequest, HttpResponse, guard, web};
 use askama::Template;
 use tracing_actix_web::TracingLogger;
 
@@ -32,13 +32,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         web::scope("")
             .wrap(TracingLogger::default())
             .wrap(security_headers())
-            .app_data(
-                web::FormConfig::default()
-                    .limit(64 * 1024)
-                    .error_handler(|e, _| {
-                        ConsoleError::BadRequest(format!("The form could not be read: {e}")).into()
-                    }),
-            )
+            .app_data(form_config(FORM_LIMIT))
             .app_data(web::QueryConfig::default().error_handler(|e, _| {
                 ConsoleError::BadRequest(format!("Bad query string: {e}")).into()
             }))
@@ -67,10 +61,25 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
                 web::post().to(apps::keys::revoke),
             )
             .route("/apps/{slug}/policies/new", web::get().to(policies::new))
-            .route("/apps/{slug}/policies", web::post().to(policies::create))
+            .service(
+                web::resource("/apps/{slug}/policies")
+                    .guard(guard::Post())
+                    .app_data(form_config(POLICY_FORM_LIMIT))
+                    .route(web::post().to(policies::create)),
+            )
             // Policy names may contain '/': the action is the last segment.
+            .route(
+                "/policies/{name:.+}/overview",
+                web::get().to(policies::show),
+            )
+            .route("/policies/{name:.+}/reset", web::post().to(policies::reset))
             .route("/policies/{name:.+}/edit", web::get().to(policies::edit))
-            .route("/policies/{name:.+}/edit", web::post().to(policies::update))
+            .service(
+                web::resource("/policies/{name:.+}/edit")
+                    .guard(guard::Post())
+                    .app_data(form_config(POLICY_FORM_LIMIT))
+                    .route(web::post().to(policies::update)),
+            )
             .route(
                 "/policies/{name:.+}/delete",
                 web::get().to(policies::confirm_delete),
@@ -93,6 +102,20 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
             )
             .route("/audit", web::get().to(audit::list)),
     );
+}
+
+/// The largest form body a console page sends.
+const FORM_LIMIT: usize = 64 * 1024;
+
+/// The policy form's: 1,000 overrides with keys of up to 256 bytes, percent-encoded.
+const POLICY_FORM_LIMIT: usize = 1024 * 1024;
+
+fn form_config(limit: usize) -> web::FormConfig {
+    web::FormConfig::default()
+        .limit(limit)
+        .error_handler(|e, _| {
+            ConsoleError::BadRequest(format!("The form could not be read: {e}")).into()
+        })
 }
 
 async fn home() -> HttpResponse {

@@ -63,6 +63,7 @@ impl Notice {
             "policy-created" => "Policy created. Redis has it already.",
             "policy-updated" => "Policy saved.",
             "policy-deleted" => "Policy deleted, and its bucket removed from Redis.",
+            "bucket-reset" => "Bucket reset to full. The audit log records who did it.",
             "member-saved" => "Member saved.",
             "member-removed" => "Member removed.",
             "key-revoked" => "Key revoked. It stopped working at once.",

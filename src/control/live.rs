@@ -16,8 +16,9 @@ pub const ACTIVITY_MINUTES: i64 = 10;
 #[derive(Debug, Clone, Serialize)]
 pub struct LivePolicy {
     pub name: String,
-    /// `None` when Redis does not hold the policy right now (the next sync pass restores
-    /// it) or cannot be reached.
+    /// `None` for a keyed policy (each caller has a bucket of its own), and when Redis
+    /// does not hold the policy right now (the next sync pass restores it) or cannot be
+    /// reached.
     pub state: Option<BucketState>,
     /// Milliseconds until the bucket is full again.
     pub full_in_ms: Option<i64>,
@@ -39,10 +40,10 @@ impl Control {
     #[tracing::instrument(level = "debug", skip_all, fields(policies = policies.len()))]
     pub async fn live_state_of(&self, policies: &[PolicyView]) -> Vec<LivePolicy> {
         // Views come from stored, validated policies: their names always parse.
-        let names: Vec<PolicyName> = policies
+        let (names, keyed): (Vec<PolicyName>, Vec<bool>) = policies
             .iter()
-            .filter_map(|p| PolicyName::parse(&p.name).ok())
-            .collect();
+            .filter_map(|p| Some((PolicyName::parse(&p.name).ok()?, p.scope.is_keyed())))
+            .unzip();
         let views = match self
             .limiter
             .live_views(&names, unix_minute_now(), ACTIVITY_MINUTES)
@@ -57,7 +58,8 @@ impl Control {
         let mut views = views.into_iter();
         names
             .iter()
-            .map(|name| {
+            .zip(keyed)
+            .map(|(name, keyed)| {
                 let view = match views.next() {
                     Some(Ok(view)) => Some(view),
                     Some(Err(e)) => {
@@ -66,7 +68,11 @@ impl Control {
                     }
                     None => None,
                 };
-                let state = view.as_ref().and_then(|v| v.state.clone());
+                // A keyed policy's callers each have a bucket: there is no one state.
+                let state = view
+                    .as_ref()
+                    .and_then(|v| v.state.clone())
+                    .filter(|_| !keyed);
                 LivePolicy {
                     name: name.to_string(),
                     full_in_ms: state.as_ref().map(|s| s.full_in_ms),

@@ -14,12 +14,15 @@ use crate::console::page::{Chrome, Notice};
 use crate::console::session::SignedIn;
 use crate::console::{render, render_status};
 use crate::control::{AppDetail, CreatedKey, LivePolicy, PolicyView};
+use crate::domain::Scope;
 use crate::state::AppState;
 use crate::store::now_ms;
 
 /// One row of the policies table.
 pub struct PolicyRow {
     pub name: String,
+    /// ", for each key" on a keyed policy: whose bucket the limit is.
+    pub scope_note: &'static str,
     pub algorithm: &'static str,
     pub rate: String,
     pub max_permits: i64,
@@ -42,6 +45,11 @@ impl PolicyRow {
         });
         Self {
             name: policy.name.clone(),
+            scope_note: match policy.scope {
+                Scope::Global => "",
+                Scope::PerApp => ", for each app",
+                Scope::PerKey => ", for each key",
+            },
             algorithm: policy.algorithm.as_str(),
             rate: readable_limit(policy),
             max_permits: policy.max_permits,

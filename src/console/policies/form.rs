@@ -6,7 +6,9 @@ use serde::Deserialize;
 
 use crate::console::format::{number, rate_in_unit, unit_seconds};
 use crate::control::{PolicyInput, PolicyView};
-use crate::domain::FieldErrors;
+use crate::domain::{FieldError, FieldErrors};
+
+use super::overrides_text;
 
 /// What the policy form sends: text as typed, parsed here so that a bad number is an
 /// error next to its field like any other.
@@ -34,6 +36,11 @@ pub struct PolicyForm {
     pub enabled: Option<String>,
     #[serde(default)]
     pub description: String,
+    /// `global`, `per_app` or `per_key`; not sent: unchanged (a new policy's is global).
+    pub scope: Option<String>,
+    /// One override per line (see `overrides_text`); not sent (a form of an older page,
+    /// a script): unchanged, never read as "none".
+    pub overrides: Option<String>,
     #[serde(default)]
     pub version: String,
     #[serde(default)]
@@ -48,6 +55,8 @@ impl PolicyForm {
             allowed_apps: owner_app.to_owned(),
             failure_mode: "closed".to_owned(),
             enabled: Some("on".to_owned()),
+            scope: Some("global".to_owned()),
+            overrides: Some(String::new()),
             ..Self::default()
         }
     }
@@ -71,6 +80,8 @@ impl PolicyForm {
             failure_mode: policy.failure_mode.as_str().to_owned(),
             enabled: policy.enabled.then(|| "on".to_owned()),
             description: policy.description.clone(),
+            scope: Some(policy.scope.as_str().to_owned()),
+            overrides: Some(overrides_text::render(&policy.overrides)),
             version: policy.version.to_string(),
             csrf: SecretString::default(),
         }
@@ -124,6 +135,16 @@ impl PolicyForm {
                 None
             }
         };
+        let overrides = match self.overrides.as_deref().map(overrides_text::parse) {
+            None => None,
+            Some(Ok(lines)) => Some(lines.into_iter().map(|(_, o)| o).collect()),
+            Some(Err(bad)) => {
+                for e in bad {
+                    errors.push("overrides", format!("line {}: {}", e.line, e.message));
+                }
+                None
+            }
+        };
         errors.clone().into_result()?;
         let allowed_apps = self
             .allowed_apps
@@ -144,9 +165,40 @@ impl PolicyForm {
             enabled: Some(self.enabled.is_some()),
             // Browsers send line breaks as CRLF; store them as typed.
             description: Some(self.description.replace("\r\n", "\n")),
-            scope: None,
-            overrides: None,
+            scope: self.scope.clone().filter(|s| !s.is_empty()),
+            // The text area holds the whole list: an emptied one means no overrides.
+            overrides,
             version,
         })
     }
+
+    /// `control`'s errors with each override's named by its line in the text area
+    /// (`overrides[2].rate` is "line 4: rate ..."), all next to that text area.
+    pub fn locate_override_errors(&self, errors: FieldErrors) -> FieldErrors {
+        let lines: Vec<usize> = overrides_text::parse(self.overrides.as_deref().unwrap_or(""))
+            .map(|parsed| parsed.into_iter().map(|(line, _)| line).collect())
+            .unwrap_or_default();
+        FieldErrors(
+            errors
+                .0
+                .into_iter()
+                .map(|e| match override_index(&e.field) {
+                    Some((i, part)) => {
+                        let line = lines.get(i).map_or(i + 1, |l| *l);
+                        let what = part.map_or(String::new(), |p| format!("{p} "));
+                        FieldError::new("overrides", format!("line {line}: {what}{}", e.message))
+                    }
+                    None => e,
+                })
+                .collect(),
+        )
+    }
+}
+
+/// `overrides[3].rate` as (3, Some("rate")), `overrides[3]` as (3, None).
+fn override_index(field: &str) -> Option<(usize, Option<&str>)> {
+    let rest = field.strip_prefix("overrides[")?;
+    let (index, part) = rest.split_once(']')?;
+    let index = index.parse().ok()?;
+    Some((index, part.strip_prefix('.')))
 }

@@ -18,6 +18,10 @@ use crate::domain::{Algorithm, FieldErrors};
 use crate::state::AppState;
 
 mod form;
+mod overrides_text;
+mod overview;
+
+pub use overview::{reset, show};
 
 use form::PolicyForm;
 
@@ -68,6 +72,8 @@ impl PolicyFormPage {
             "failure_mode",
             "enabled",
             "description",
+            "scope",
+            "overrides",
         ])
     }
 }
@@ -131,7 +137,9 @@ pub async fn create(
     };
     let errors = match result {
         Ok(_) => return Ok(see_other(&format!("/apps/{slug}?done=policy-created"))),
-        Err(ControlError::Invalid(errors)) => FormErrors::from_fields(&errors),
+        Err(ControlError::Invalid(errors)) => {
+            FormErrors::from_fields(&form.locate_override_errors(errors))
+        }
         Err(ControlError::Conflict(message)) => {
             let mut errors = FieldErrors::default();
             errors.push("name", message);
@@ -192,19 +200,22 @@ pub async fn update(
             )));
         }
         Err(ControlError::Invalid(errors)) => (
-            FormErrors::from_fields(&errors),
+            FormErrors::from_fields(&form.locate_override_errors(errors)),
             StatusCode::UNPROCESSABLE_ENTITY,
         ),
         Err(ControlError::VersionConflict { .. }) => {
             let theirs = state.control.get_policy(&signed_in.actor, &name).await?;
             let message = format!(
                 "Someone else changed this policy while you edited it (it is now version {}: \
-                 {}, {}, max {} permits, allowed apps {}, failure mode {}, {}). Your changes \
-                 are still in the form below and were not saved; save again to replace theirs.",
+                 {}, {}, {}, max {} permits, {} overrides, allowed apps {}, failure mode {}, {}). \
+                 Your changes are still in the form below and were not saved; save again to \
+                 replace theirs.",
                 theirs.version,
                 theirs.algorithm.as_str(),
+                theirs.scope.as_str(),
                 readable_limit(&theirs),
                 theirs.max_permits,
+                theirs.overrides.len(),
                 theirs.allowed_apps.join(", "),
                 theirs.failure_mode.as_str(),
                 if theirs.enabled {

@@ -6,7 +6,8 @@
 //!
 //! One file per area: `sign_in`, `sign_in_redirects` (where `next` may send the
 //! browser), `sessions`, `csrf`, `roles` (enforced on the server), `owner_changes` (each
-//! change an owner makes, audited), `escaping`, `policies` (the policy forms), `keys`,
+//! change an owner makes, audited), `escaping`, `policies` (the policy forms),
+//! `policy_page` (scope and overrides on the form, the policy's own page), `keys`,
 //! `users`, `account`, `audit`, `live_state` and `not_found` (unknown pages and names,
 //! static files). The helpers below are shared by them.
 
@@ -25,6 +26,7 @@ mod live_state;
 mod not_found;
 mod owner_changes;
 mod policies;
+mod policy_page;
 mod roles;
 mod security_headers;
 mod sessions;
@@ -167,5 +169,9 @@ fn changes_to_shop(key_id: &str) -> Vec<(String, Vec<(&'static str, &'static str
         ("/apps/shop/members/olga/remove".to_owned(), vec![]),
         ("/apps/shop/keys".to_owned(), vec![("label", "forged")]),
         (format!("/apps/shop/keys/{key_id}/revoke"), vec![]),
+        (
+            "/policies/orders.create/reset".to_owned(),
+            vec![("key", "x")],
+        ),
     ]
 }

@@ -47,10 +47,11 @@ async fn the_owner_of_another_app_cannot_touch_shop() {
         let page = otto.post_form(&path, &fields).await;
         refused_without_trace(&app, &before, &path, page, StatusCode::FORBIDDEN).await;
     }
-    for path in EDIT_PAGES
-        .into_iter()
-        .chain(["/apps/shop", "/apps/shop/live"])
-    {
+    for path in EDIT_PAGES.into_iter().chain([
+        "/apps/shop",
+        "/apps/shop/live",
+        "/policies/orders.create/overview",
+    ]) {
         let page = otto.get(path).await;
         refused_without_trace(&app, &before, path, page, StatusCode::FORBIDDEN).await;
     }

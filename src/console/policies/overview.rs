@@ -1,0 +1,273 @@
+//! A policy's own page: its limits, scope and overrides, who is being limited (the top
+//! callers over the last 5 and 60 minutes), and the support tools: the live state of one
+//! caller's bucket ("look up a key", a GET, so a link can point at it) and, for its
+//! owners, a reset of that bucket to full (a POST with the CSRF token, audited).
+//!
+//! Redis being unreachable does not fail the page: the parts read from it say so.
+
+use actix_web::http::StatusCode;
+use actix_web::{HttpResponse, web};
+use askama::Template;
+use secrecy::SecretString;
+use serde::Deserialize;
+
+use crate::console::error::ConsoleError;
+use crate::console::format::{number, readable_limit, readable_rate, readable_window, url_encode};
+use crate::console::page::{Chrome, Notice};
+use crate::console::session::SignedIn;
+use crate::console::{render_status, see_other};
+use crate::control::{ControlError, OverrideView, PolicyView, TopCallers};
+use crate::domain::Scope;
+use crate::limiter::CallerCount;
+use crate::state::AppState;
+
+use super::overrides_text;
+use crate::console::apps::page::full_in_text;
+
+/// The minutes the page shows top callers over.
+const TOP_SPANS: [i64; 2] = [5, 60];
+
+#[derive(Debug, Default, Deserialize)]
+pub struct OverviewQuery {
+    key: Option<String>,
+    #[serde(flatten)]
+    notice: Notice,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct ResetForm {
+    #[serde(default)]
+    key: String,
+    #[serde(default)]
+    csrf: SecretString,
+}
+
+/// One bucket as the page shows it.
+pub struct BucketRow {
+    /// The caller looked up; `None` for a global policy's single bucket.
+    pub caller: Option<String>,
+    pub current: String,
+    pub max_permits: i64,
+    pub full_in: String,
+    /// The override that gives this caller other limits, as its form line.
+    pub overridden: Option<String>,
+}
+
+/// One span's top callers, or why they cannot be shown.
+pub struct TopSpan {
+    pub minutes: i64,
+    pub top: Option<TopCallers>,
+}
+
+impl TopSpan {
+    /// Denials first: the page is for finding who is being limited.
+    fn by_outcome(&self) -> Vec<(&'static str, &[CallerCount])> {
+        self.top.as_ref().map_or(Vec::new(), |t| {
+            vec![
+                ("Most denied", &t.denied[..]),
+                ("Most granted", &t.granted[..]),
+            ]
+        })
+    }
+}
+
+/// One override as a table row: "–" where the policy's own limit applies.
+pub struct OverrideRow {
+    pub matches: String,
+    pub max_permits: String,
+    pub limit: String,
+}
+
+#[derive(Template)]
+#[template(path = "policies/overview.html")]
+struct OverviewPage {
+    chrome: Chrome,
+    policy: PolicyView,
+    limit: String,
+    can_edit: bool,
+    overrides: Vec<OverrideRow>,
+    /// What the key box holds (as typed).
+    key: String,
+    bucket: Option<BucketRow>,
+    /// Why the bucket is not shown: a bad key, or Redis unreachable.
+    bucket_error: Option<String>,
+    tops: Vec<TopSpan>,
+}
+
+impl OverviewPage {
+    fn keyed(&self) -> bool {
+        self.policy.scope.is_keyed()
+    }
+
+    /// What a caller of this policy is called on the page.
+    fn caller_word(&self) -> &'static str {
+        match self.policy.scope {
+            Scope::PerApp => "application",
+            _ => "key",
+        }
+    }
+
+    /// The same, heading a column or a fact.
+    fn caller_title(&self) -> &'static str {
+        match self.policy.scope {
+            Scope::PerApp => "Application",
+            _ => "Key",
+        }
+    }
+
+    fn scope_text(&self) -> &'static str {
+        match self.policy.scope {
+            Scope::Global => "global: one bucket shared by every allowed application",
+            Scope::PerApp => "per app: each calling application has a bucket of its own",
+            Scope::PerKey => "per key: each key a client names has a bucket of its own",
+        }
+    }
+
+    fn path(&self) -> String {
+        format!("/policies/{}", self.policy.name)
+    }
+
+    /// The page looking up `caller`, for the top callers' links.
+    fn lookup_href(&self, caller: &CallerCount) -> String {
+        format!("{}/overview?key={}", self.path(), url_encode(&caller.key))
+    }
+}
+
+impl From<&OverrideView> for OverrideRow {
+    fn from(o: &OverrideView) -> Self {
+        let limit = match (o.rate, o.window_ms, o.lease_ttl_ms) {
+            (Some(rate), _, _) => readable_rate(rate),
+            (None, Some(w), _) => format!("per {}", readable_window(w)),
+            (None, None, Some(l)) => format!("leases up to {}", readable_window(l)),
+            (None, None, None) => "–".to_owned(),
+        };
+        Self {
+            matches: o.matches.clone(),
+            max_permits: o.max_permits.map_or("–".to_owned(), |m| m.to_string()),
+            limit,
+        }
+    }
+}
+
+/// `GET /policies/{name}/overview[?key=]`.
+pub async fn show(
+    state: web::Data<AppState>,
+    signed_in: SignedIn,
+    name: web::Path<String>,
+    query: web::Query<OverviewQuery>,
+) -> Result<HttpResponse, ConsoleError> {
+    let query = query.into_inner();
+    let key = query.key.unwrap_or_default();
+    let (mut page, status) = load(&state, &signed_in, &name, key).await?;
+    page.chrome = page.chrome.with_notice(&query.notice);
+    render_status(&page, status)
+}
+
+/// `POST /policies/{name}/reset`: one caller's bucket back to full (owners).
+pub async fn reset(
+    state: web::Data<AppState>,
+    signed_in: SignedIn,
+    name: web::Path<String>,
+    form: web::Form<ResetForm>,
+) -> Result<HttpResponse, ConsoleError> {
+    signed_in.check_csrf(&form.csrf)?;
+    let form = form.into_inner();
+    match state
+        .control
+        .reset_bucket(&signed_in.actor, &name, &form.key)
+        .await
+    {
+        Ok(()) => Ok(see_other(&format!(
+            "/policies/{name}/overview?key={}&done=bucket-reset",
+            url_encode(&form.key)
+        ))),
+        Err(ControlError::Invalid(errors)) => {
+            let (mut page, _) = load(&state, &signed_in, &name, form.key).await?;
+            page.bucket = None;
+            page.bucket_error = Some(field_messages(&errors));
+            render_status(&page, StatusCode::UNPROCESSABLE_ENTITY)
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+fn field_messages(errors: &crate::domain::FieldErrors) -> String {
+    errors
+        .0
+        .iter()
+        .map(|e| format!("The {} {}", e.field, e.message))
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// The page for `key` (empty: none looked up), with the status it answers: 422 when the
+/// key cannot name a caller of this policy.
+async fn load(
+    state: &AppState,
+    signed_in: &SignedIn,
+    name: &str,
+    key: String,
+) -> Result<(OverviewPage, StatusCode), ConsoleError> {
+    let actor = &signed_in.actor;
+    let policy = state.control.get_policy(actor, name).await?;
+    let app = state.control.get_app(actor, &policy.owner_app).await?;
+    let mut status = StatusCode::OK;
+    let (bucket, bucket_error) = if policy.scope.is_keyed() && key.is_empty() {
+        (None, None)
+    } else {
+        let asked = policy.scope.is_keyed().then_some(key.as_str());
+        match state.control.policy_state(actor, name, asked).await {
+            Ok(s) => (
+                Some(BucketRow {
+                    caller: asked.map(str::to_owned),
+                    current: number(s.current_permits.floor()),
+                    max_permits: s.max_permits,
+                    full_in: full_in_text(s.full_in_ms),
+                    overridden: policy
+                        .overrides
+                        .iter()
+                        .find(|o| Some(o.matches.as_str()) == asked)
+                        .map(|o| overrides_text::render(std::slice::from_ref(o))),
+                }),
+                None,
+            ),
+            Err(ControlError::Invalid(errors)) => {
+                status = StatusCode::UNPROCESSABLE_ENTITY;
+                (None, Some(field_messages(&errors)))
+            }
+            Err(ControlError::RedisUnavailable(_)) => (
+                None,
+                Some("Redis cannot be reached right now; try again in a moment.".to_owned()),
+            ),
+            Err(ControlError::NotFound(_)) => (
+                None,
+                Some(
+                    "Redis does not hold this policy right now; the next sync pass restores it."
+                        .to_owned(),
+                ),
+            ),
+            Err(e) => return Err(e.into()),
+        }
+    };
+    let mut tops = Vec::with_capacity(TOP_SPANS.len());
+    for minutes in TOP_SPANS {
+        let top = match state.control.top_callers(actor, name, minutes).await {
+            Ok(top) => Some(top),
+            Err(ControlError::RedisUnavailable(_)) => None,
+            Err(e) => return Err(e.into()),
+        };
+        tops.push(TopSpan { minutes, top });
+    }
+    let page = OverviewPage {
+        chrome: signed_in.chrome("apps"),
+        limit: readable_limit(&policy),
+        can_edit: app.may_edit,
+        overrides: policy.overrides.iter().map(OverrideRow::from).collect(),
+        key,
+        bucket,
+        bucket_error,
+        tops,
+        policy,
+    };
+    Ok((page, status))
+}
