@@ -5,19 +5,26 @@
 # (free ports, temporary SQLite database), creates an admin, a token, an application, an
 # API key and 10,000 + 3 policies through the CLI and the admin JSON API, then runs:
 #   a) wrk: granted acquires on one hot policy
+#   f) wrk: granted acquires on one per_key policy, spread over 100,000 keys (a bucket
+#      each; bench/acquire_keyed.lua), right after a) for a fair comparison
+#   g) wrk: the same over 1,000 keys (the top-callers sets' memory at both sizes)
 #   b) wrk: granted acquires spread over 10,000 policies (bench/acquire_many.lua)
 #   c) wrk: GET /healthz of the same server, the no-op HTTP ceiling
 #   d) wrk: a denied flood on a policy of 1 permit per second (nearly all 429)
-#   e) redis-benchmark: EVALSHA of lua/token_bucket.lua straight against Redis
-# and prints a table with the ratios of the budget in bench/README.md, also written to
-# bench/results/<timestamp>.txt. It is a benchmark, not a test: it asserts nothing about
+#   e) redis-benchmark: EVALSHA of lua/token_bucket.lua (with lua/lib/token_bucket.lua)
+#      straight against Redis
+# then the Redis memory of the keyed buckets (MEMORY USAGE of a sample) and of the top
+# callers' sets, and examples/top_keys_memory.rs (one worker's sketch for 1,000 to
+# 1,000,000 distinct callers), and prints a table with the ratios of the budget in
+# bench/README.md, also written to bench/results/<timestamp>.txt. It is a benchmark, not a test: it asserts nothing about
 # time and exits non-zero only when the setup fails.
 #
 # Knobs (environment): BENCH_DURATION (10s), BENCH_SKIP_BUILD (0), BENCH_WARMUP (2s, 0 to
 # skip), BENCH_CONNECTIONS (64), BENCH_THREADS (2), BENCH_POLICIES (10000),
 # BENCH_CREATE_PARALLEL (8), BENCH_REDIS_REQUESTS (200000), BENCH_BIN
 # (target/release/ratekeeper), BENCH_KEEP_TMP (0; 1 keeps the temporary directory),
-# BENCH_POLICY (the JSON fields of the granted scenarios' policies; see HUGE_POLICY).
+# BENCH_POLICY (the JSON fields of the granted scenarios' policies; see HUGE_POLICY),
+# BENCH_KEYS (100000: the keys of scenario f), BENCH_KEYED_POLICY (see KEYED_POLICY).
 set -euo pipefail
 export LC_ALL=C # '.' decimals in awk, one sort order for sort and comm
 
@@ -32,6 +39,8 @@ THREADS=${BENCH_THREADS:-2}
 POLICIES=${BENCH_POLICIES:-10000}
 CREATE_PARALLEL=${BENCH_CREATE_PARALLEL:-8}
 RB_REQUESTS=${BENCH_REDIS_REQUESTS:-200000}
+KEYS=${BENCH_KEYS:-100000}
+FEW_KEYS=1000
 BIN=${BENCH_BIN:-$ROOT/target/release/ratekeeper}
 KEEP_TMP=${BENCH_KEEP_TMP:-0}
 
@@ -43,6 +52,9 @@ ADMIN_PASSWORD=bench-password-123
 # measure another algorithm, e.g. '"algorithm":"fixed_window","window_ms":1000,
 # "max_permits":1000000000' or '"algorithm":"gcra","rate":1000000,"max_permits":1000000000'.
 HUGE_POLICY=${BENCH_POLICY:-'"rate":1000000,"max_permits":1000000000'}
+# The keyed scenarios' policy: never denied either, but refilling slowly, so that each
+# key's bucket outlives the run (its TTL is its time to full) and its memory is measured.
+KEYED_POLICY=${BENCH_KEYED_POLICY:-'"rate":0.01,"max_permits":1000000000'}
 # redis-benchmark's bucket lives outside the server's prefix: the server's reconcile
 # deletes every `bench:{...}` key that has no policy in SQL, and would delete this one.
 RB_KEY='rbench:{rb}'
@@ -60,7 +72,7 @@ die() {
 [[ $# -eq 0 ]] || die "no arguments; use the BENCH_* environment variables (see the header)"
 [[ $DURATION =~ ^[1-9][0-9]*[smh]?$ ]] || die "BENCH_DURATION must look like 10s, 1m or 30 (got '$DURATION')"
 [[ $WARMUP =~ ^[0-9]+[smh]?$ ]] || die "BENCH_WARMUP must look like 2s or 0 (got '$WARMUP')"
-for knob in CONNECTIONS THREADS POLICIES CREATE_PARALLEL RB_REQUESTS; do
+for knob in CONNECTIONS THREADS POLICIES CREATE_PARALLEL RB_REQUESTS KEYS; do
     [[ ${!knob} =~ ^[1-9][0-9]*$ ]] || die "BENCH_$knob must be a positive integer (got '${!knob}')"
 done
 ((CONNECTIONS >= THREADS)) || die "BENCH_CONNECTIONS must be at least BENCH_THREADS"
@@ -220,9 +232,12 @@ ensure_tool redis-server redis-server
 ensure_tool redis-cli redis-tools
 ensure_tool redis-benchmark redis-tools
 
-[[ -f $ROOT/lua/token_bucket.lua ]] || die "missing $ROOT/lua/token_bucket.lua"
-[[ -f $SCRIPT_DIR/acquire_one.lua && -f $SCRIPT_DIR/acquire_many.lua ]] ||
-    die "missing bench/acquire_one.lua or bench/acquire_many.lua"
+for lua in lua/token_bucket.lua lua/lib/token_bucket.lua; do
+    [[ -f $ROOT/$lua ]] || die "missing $ROOT/$lua"
+done
+for script in acquire_one.lua acquire_many.lua acquire_keyed.lua; do
+    [[ -f $SCRIPT_DIR/$script ]] || die "missing bench/$script"
+done
 
 # ---------------------------------------------------------------------------------------
 # Build
@@ -232,7 +247,8 @@ if [[ $SKIP_BUILD == 1 ]]; then
 else
     command -v cargo >/dev/null 2>&1 || die "cargo not found (or set BENCH_SKIP_BUILD=1)"
     log "cargo build --release (a clean build takes minutes on 2 cores)"
-    (cd -- "$ROOT" && cargo build --release) || die "cargo build --release failed"
+    (cd -- "$ROOT" && cargo build --release --bin ratekeeper --example top_keys_memory) ||
+        die "cargo build --release failed"
 fi
 [[ -x $BIN ]] || die "no executable $BIN (build it, or point BENCH_BIN at one)"
 
@@ -291,6 +307,27 @@ REDIS_SEEN_PID=$(rcli INFO server | tr -d '\r' | awk -F: '$1 == "process_id" { p
 
 redis_used_memory() {
     rcli INFO memory | tr -d '\r' | awk -F: '$1 == "used_memory" { print $2 }'
+}
+count_keyed_buckets() {
+    rcli --scan --pattern "$PREFIX:k:*" | grep -c . || true
+}
+# keyed_memory_usage N: the mean MEMORY USAGE of N keyed buckets (the first SCAN finds).
+keyed_memory_usage() {
+    rcli --scan --pattern "$PREFIX:k:*" | head -n "$1" >"$TMP/keyed.sample" || true
+    [[ -s $TMP/keyed.sample ]] || { echo n/a; return 0; }
+    while IFS= read -r key; do printf 'MEMORY USAGE %s\n' "$key"; done <"$TMP/keyed.sample" |
+        rcli | awk '$1 ~ /^[0-9]+$/ { sum += $1; n++ } END { if (n) printf "%.0f %d", sum / n, n; else print "n/a" }'
+}
+# top_sets POLICY: "<sets> <largest ZCARD> <total MEMORY USAGE>" of its top callers' sets.
+top_sets() {
+    local sets=0 largest=0 bytes=0 key card usage
+    while IFS= read -r key; do
+        [[ -n $key ]] || continue
+        card=$(rcli ZCARD "$key") usage=$(rcli MEMORY USAGE "$key")
+        sets=$((sets + 1)) bytes=$((bytes + usage))
+        ((card > largest)) && largest=$card
+    done < <(rcli --scan --pattern "$PREFIX:top:{$1}:*")
+    echo "$sets $largest $bytes"
 }
 count_policy_keys() {
     # Keys of p0..pN-1 only (pattern p[0-9]*), not hot or tight.
@@ -387,6 +424,10 @@ KEY=$(json_field "$TMP/api.out" key) || die "no \"key\" in the key reply: $(head
 [[ -n $KEY ]] || die "empty API key in the key reply"
 api_expect 201 POST /api/v1/policies "{\"name\":\"hot\",\"owner_app\":\"$APP\",$HUGE_POLICY}"
 api_expect 201 POST /api/v1/policies "{\"name\":\"tight\",\"owner_app\":\"$APP\",\"rate\":1,\"max_permits\":1}"
+for keyed in users few; do
+    api_expect 201 POST /api/v1/policies \
+        "{\"name\":\"$keyed\",\"owner_app\":\"$APP\",\"scope\":\"per_key\",$KEYED_POLICY}"
+done
 
 sleep 1 # let the pushes of hot and tight land before the memory baseline
 MEM_BEFORE=$(redis_used_memory)
@@ -478,16 +519,18 @@ DBSIZE=$(rcli DBSIZE || true)
 # ---------------------------------------------------------------------------------------
 # Acquire probes: the new API key may reach the server's key snapshot a little later.
 
-acquire_once() { # RESOURCE -> HTTP code; body in $TMP/acquire.out
+acquire_once() { # RESOURCE [KEY] -> HTTP code; body in $TMP/acquire.out
+    local key=
+    [[ -z ${2:-} ]] || key=",\"key\":\"$2\""
     curl -sS --max-time 5 -o "$TMP/acquire.out" -w '%{http_code}' -X POST \
         -H "Authorization: Bearer $KEY" -H 'Content-Type: application/json' \
-        --data-binary "{\"resource\":\"$1\",\"permits\":1}" "$BASE/v1/acquire" \
+        --data-binary "{\"resource\":\"$1\",\"permits\":1$key}" "$BASE/v1/acquire" \
         2>>"$TMP/curl.log" || echo 000
 }
-wait_granted() { # RESOURCE
+wait_granted() { # RESOURCE [KEY]
     local code deadline=$((SECONDS + 30))
     while :; do
-        code=$(acquire_once "$1")
+        code=$(acquire_once "$1" "${2:-}")
         [[ $code == 200 ]] && return 0
         server_alive || die_server "ratekeeper died"
         ((SECONDS < deadline)) ||
@@ -500,6 +543,8 @@ wait_granted hot
 SAMPLE_GRANTED=$(head -c 400 "$TMP/acquire.out")
 wait_granted p0
 wait_granted "p$((POLICIES - 1))"
+wait_granted users probe
+wait_granted few probe
 
 # ---------------------------------------------------------------------------------------
 # wrk scenarios
@@ -570,6 +615,11 @@ if [[ $(duration_s "$WARMUP") -gt 0 ]]; then
     run_wrk warmup "$WARMUP" "$BASE/v1/acquire" "${AUTH[@]}" -s "$SCRIPT_DIR/acquire_one.lua" -- hot 1
 fi
 run_wrk hot "$DURATION" "$BASE/v1/acquire" "${AUTH[@]}" -s "$SCRIPT_DIR/acquire_one.lua" -- hot 1
+MEM_BEFORE_KEYED=$(redis_used_memory)
+run_wrk keyed "$DURATION" "$BASE/v1/acquire" "${AUTH[@]}" -s "$SCRIPT_DIR/acquire_keyed.lua" -- users "$KEYS" u
+MEM_AFTER_KEYED=$(redis_used_memory)
+KEYED_BUCKETS=$(count_keyed_buckets)
+run_wrk few "$DURATION" "$BASE/v1/acquire" "${AUTH[@]}" -s "$SCRIPT_DIR/acquire_keyed.lua" -- few "$FEW_KEYS" f
 run_wrk many "$DURATION" "$BASE/v1/acquire" "${AUTH[@]}" -s "$SCRIPT_DIR/acquire_many.lua" -- "$POLICIES" p
 MEM_AFTER_LOAD=$(redis_used_memory)
 MEM_KEY_STATE=$(rcli MEMORY USAGE "$PREFIX:{p1}" || true)
@@ -582,7 +632,10 @@ SAMPLE_DENIED=$(head -c 400 "$TMP/acquire.out")
 # redis-benchmark: the same Lua, straight against the same Redis
 
 log "redis-benchmark: EVALSHA token_bucket.lua, $CONNECTIONS connections, $RB_REQUESTS requests"
-SHA=$(rcli SCRIPT LOAD "$(cat "$ROOT/lua/token_bucket.lua")") || die "SCRIPT LOAD failed"
+# The script as the server composes it (src/limiter/scripts.rs): the algorithm table (only
+# read when a policy changed algorithm, never here), the shared decision, the script.
+RB_SCRIPT=$(printf 'local ALGORITHM_INDEX = {}\n'; cat "$ROOT/lua/lib/token_bucket.lua" "$ROOT/lua/token_bucket.lua")
+SHA=$(rcli SCRIPT LOAD "$RB_SCRIPT") || die "SCRIPT LOAD failed"
 [[ $SHA =~ ^[0-9a-f]{40}$ ]] || die "SCRIPT LOAD answered '$SHA'"
 rcli HSET "$RB_KEY" max_permits 1000000000 rate 1000000 apps ",$APP," enabled 1 version 1 \
     created_ms 1 >/dev/null || die "HSET $RB_KEY failed"
@@ -602,6 +655,30 @@ else
 fi
 RB_AFTER=$(rcli EVALSHA "$SHA" 1 "$RB_KEY" 1 "$APP" 2>&1 | awk 'NR == 1' || true)
 [[ $RB_AFTER == 1 ]] || log "WARNING: after redis-benchmark, EVALSHA on $RB_KEY answers code '$RB_AFTER'"
+
+# ---------------------------------------------------------------------------------------
+# Keyed buckets and top callers: memory
+
+read -r KEYED_MEM_MEAN KEYED_MEM_SAMPLE <<<"$(keyed_memory_usage 1000) "
+KEYED_MEM_PER_BUCKET=$(awk -v a="$MEM_BEFORE_KEYED" -v b="$MEM_AFTER_KEYED" -v n="$KEYED_BUCKETS" 'BEGIN {
+    if (a !~ /^[0-9]+$/ || b !~ /^[0-9]+$/ || n + 0 == 0) { print "n/a"; exit }
+    printf "%.0f", (b - a) / n }')
+# The flusher adds each instance's counts to Redis every couple of seconds.
+deadline=$((SECONDS + 15))
+until [[ $(top_sets few) != "0 "* && $(top_sets users) != "0 "* ]]; do
+    ((SECONDS < deadline)) || { log "WARNING: no top callers' sets in Redis after 15 s"; break; }
+    sleep 0.5
+done
+read -r TOP_USERS_SETS TOP_USERS_CARD TOP_USERS_BYTES <<<"$(top_sets users)"
+read -r TOP_FEW_SETS TOP_FEW_CARD TOP_FEW_BYTES <<<"$(top_sets few)"
+TOP_USERS_DENIED=$(curl -sS --max-time 5 -H "Authorization: Bearer $TOKEN" \
+    "$BASE/api/v1/policies/users/top?minutes=5" 2>>"$TMP/curl.log" | head -c 300 || true)
+SKETCH_EXAMPLE=$ROOT/target/release/examples/top_keys_memory
+if [[ -x $SKETCH_EXAMPLE ]]; then
+    SKETCH_TABLE=$(timeout 300 "$SKETCH_EXAMPLE" 2>&1 || echo "top_keys_memory failed")
+else
+    SKETCH_TABLE="(not built: cargo build --release --example top_keys_memory)"
+fi
 
 # ---------------------------------------------------------------------------------------
 # Report
@@ -625,6 +702,8 @@ per_policy() { # BEFORE AFTER -> bytes per policy
 fmt_rps() { awk -v v="$1" 'BEGIN { if (v ~ /^[0-9.]+$/) printf "%.0f", v; else print v }'; }
 
 R_HOT=$(ratio "${RPS[hot]}" "${RPS[ceiling]}")
+R_KEYED=$(ratio "${RPS[keyed]}" "${RPS[hot]}")
+R_FEW=$(ratio "${RPS[few]}" "${RPS[hot]}")
 R_MANY=$(ratio "${RPS[many]}" "${RPS[ceiling]}")
 R_DENIED=$(ratio "${RPS[denied]}" "${RPS[ceiling]}")
 R_HOT_RB=$(ratio "${RPS[hot]}" "${RPS[redis]}")
@@ -654,6 +733,8 @@ REPORT=$TMP/report.txt
             "${P99[$1]}" "${NON2XX[$1]}" "${REQS[$1]}" "${SOCKERR[$1]}"
     }
     row hot "a) acquire, 1 hot policy"
+    row keyed "f) acquire, per_key, $KEYS keys"
+    row few "g) acquire, per_key, $FEW_KEYS keys"
     row many "b) acquire, $POLICIES policies"
     row ceiling "c) GET /healthz (ceiling)"
     row denied "d) acquire, denied flood"
@@ -662,6 +743,9 @@ REPORT=$TMP/report.txt
     echo "ratios (targets of bench/README.md; informational, nothing is asserted):"
     printf '  %-28s %6s   target >= 0.55, p99 <= 4 ms: %s / %s\n' "hot / ceiling" "$R_HOT" \
         "$(verdict "$R_HOT" ge 0.55)" "$(verdict "${P99[hot]}" le 4)"
+    printf '  %-28s %6s   target >= 0.90, p99 <= 4 ms: %s / %s\n' "keyed ($KEYS keys) / hot" "$R_KEYED" \
+        "$(verdict "$R_KEYED" ge 0.9)" "$(verdict "${P99[keyed]}" le 4)"
+    printf '  %-28s %6s\n' "keyed ($FEW_KEYS keys) / hot" "$R_FEW"
     printf '  %-28s %6s   target >= 0.55, p99 <= 4 ms: %s / %s\n' "many / ceiling" "$R_MANY" \
         "$(verdict "$R_MANY" ge 0.55)" "$(verdict "${P99[many]}" le 4)"
     printf '  %-28s %6s   target >= 0.80: %s (share denied: %s)\n' "denied / ceiling" "$R_DENIED" \
@@ -682,6 +766,18 @@ REPORT=$TMP/report.txt
     echo "  -> $MEM_PER_POLICY_LOADED bytes per policy after scenario b, with bucket state ($MEM_AFTER_LOAD; includes client buffers)"
     echo "  MEMORY USAGE $PREFIX:{p1}: ${MEM_KEY_CONFIG:-n/a} (config only), ${MEM_KEY_STATE:-n/a} (after scenario b)"
     echo
+    echo "Keyed buckets (target: MEMORY USAGE <= 120 bytes each):"
+    echo "  $KEYED_BUCKETS buckets in Redis after scenario f ($KEYS keys drawn at random)"
+    echo "  MEMORY USAGE, mean of ${KEYED_MEM_SAMPLE:-0} buckets: ${KEYED_MEM_MEAN:-n/a} bytes: $(verdict "${KEYED_MEM_MEAN:-n/a}" le 120)"
+    echo "  used_memory grew by $KEYED_MEM_PER_BUCKET bytes per bucket during f (with Redis's key table; includes client buffers)"
+    echo
+    echo "Top callers (memory must not grow with the keys):"
+    echo "  Redis, per_key over $KEYS keys:    $TOP_USERS_SETS sets, at most $TOP_USERS_CARD callers each, $TOP_USERS_BYTES bytes in all"
+    echo "  Redis, per_key over $FEW_KEYS keys:     $TOP_FEW_SETS sets, at most $TOP_FEW_CARD callers each, $TOP_FEW_BYTES bytes in all"
+    echo "  GET /api/v1/policies/users/top?minutes=5: $TOP_USERS_DENIED"
+    echo "  one worker's sketch (examples/top_keys_memory.rs):"
+    printf '%s\n' "$SKETCH_TABLE" | sed 's/^/    /'
+    echo
     echo "sample replies:"
     echo "  granted: 200 $SAMPLE_GRANTED"
     echo "  denied:  $SAMPLE_DENIED_CODE $SAMPLE_DENIED"
@@ -694,7 +790,7 @@ RESULT_FILE=$RESULTS_DIR/$STAMP.txt
     cat "$REPORT"
     echo
     echo "raw wrk output:"
-    for name in warmup hot many ceiling denied; do
+    for name in warmup hot keyed few many ceiling denied; do
         [[ -f $TMP/wrk-$name.txt ]] || continue
         echo "--- $name"
         cat "$TMP/wrk-$name.txt"

@@ -123,7 +123,8 @@ const TOP_LIMIT: usize = 10;
 #[derive(Debug, Clone, serde::Serialize, utoipa::ToSchema)]
 pub struct TopCallers {
     pub minutes: i64,
-    /// Most granted first (counts summed over every instance, at most over-estimated).
+    /// Most granted first: counts summed over every instance, each one a caller certainly
+    /// reached (exact while a policy has few callers, never over-estimated).
     pub granted: Vec<crate::limiter::CallerCount>,
     /// Most denied first.
     pub denied: Vec<crate::limiter::CallerCount>,

@@ -32,6 +32,7 @@ async fn one_policys_buckets_land_on_every_master() {
             .unwrap();
         per_master.push(String::from_utf8_lossy(&out.stdout).lines().count());
     }
+    eprintln!("keyed buckets per master: {per_master:?}");
     assert_eq!(per_master.iter().sum::<usize>(), 3000, "{per_master:?}");
     assert!(
         per_master.iter().all(|n| *n >= 600),
