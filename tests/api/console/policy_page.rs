@@ -97,6 +97,12 @@ async fn on_the_page_too(olga: &mut Browser) {
     let app_page = olga.get("/apps/shop").await;
     assert!(app_page.has("1 per second, for each key"));
     assert!(app_page.has("href=\"/policies/orders/overview\""));
+    let delete = olga.get("/policies/orders/delete").await;
+    assert!(
+        delete.has("with bursts of 5 for each key to shop"),
+        "{}",
+        delete.body
+    );
 }
 
 on_every_backend!(overrides_per_line, overrides_are_written_one_per_line);
