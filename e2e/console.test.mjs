@@ -5,92 +5,31 @@
 // The page contract these tests rely on (selectors and flows) is listed in e2e/README.md.
 
 import assert from 'node:assert/strict';
-import { mkdir, readdir, rm } from 'node:fs/promises';
-import path from 'node:path';
-import { after, afterEach, before, describe, test } from 'node:test';
 
+import { APP, USERS, pollUntil, screenshots } from './harness.mjs';
 import {
-  APP,
-  DESKTOP,
-  SCREENSHOTS,
-  Server,
-  USERS,
-  launchBrowser,
-  pollUntil,
-  screenshots,
-} from './harness.mjs';
-
-const TEST_TIMEOUT_MS = 120_000;
-const ACTION_TIMEOUT_MS = 15_000;
-// How long the policies table may take to show a new bucket level without a reload.
-const LIVE_UPDATE_TIMEOUT_MS = 20_000;
+  LIVE_UPDATE_TIMEOUT_MS,
+  assertLabelled,
+  consoleSuite,
+  env,
+  newPage,
+  nextFormPost,
+  optionValues,
+  pathname,
+  policyForm,
+  signIn,
+  signInOk,
+  uiTest,
+} from './ui.mjs';
 
 /** The policy test (a) creates through the console; test (c) reads it. */
 const CHECKOUT = { name: 'checkout', rate: '1', rate_unit: 'minute', max_permits: '3' };
 
-let server;
-let browser;
-const contexts = new Set();
-
-/** A fresh browser context (own cookies) at desktop size; closed after the test. */
-async function newPage() {
-  const context = await browser.newContext({ viewport: DESKTOP, baseURL: server.base });
-  context.setDefaultTimeout(ACTION_TIMEOUT_MS);
-  contexts.add(context);
-  return context.newPage();
-}
-
-const pathname = (page) => new URL(page.url()).pathname;
-
-/** The response of the next top-level navigation that POSTs (a submitted form). */
-function nextFormPost(page) {
-  return page.waitForResponse((r) => r.request().method() === 'POST' && r.request().isNavigationRequest());
-}
-
-/** Signs `user` in through /login; on success the browser ends on /apps. */
-async function signIn(page, user) {
-  const resp = await page.goto('/login');
-  assert.equal(resp.status(), 200, `GET /login answered ${resp.status()}`);
-  const form = page.locator('#login-form');
-  const username = form.getByLabel('Username', { exact: true });
-  const password = form.getByLabel('Password', { exact: true });
-  assert.equal(await username.getAttribute('name'), 'username');
-  assert.equal(await password.getAttribute('name'), 'password');
-  assert.equal(await password.getAttribute('type'), 'password');
-  await username.fill(user.username);
-  await password.fill(user.password);
-  const [post] = await Promise.all([
-    nextFormPost(page),
-    form.getByRole('button', { name: 'Sign in', exact: true }).click(),
-  ]);
-  return post;
-}
-
-async function signInOk(page, user) {
-  const post = await signIn(page, user);
-  assert.equal(post.status(), 303, `sign-in of ${user.username} answered ${post.status()}, not 303`);
-  assert.equal(new URL(post.headers().location, server.base).pathname, '/apps');
-  await page.waitForURL((u) => u.pathname === '/apps');
-}
-
-/** The policy form: the form whose submit button says "Create policy". */
-function policyForm(page) {
-  return page.locator('form').filter({ has: page.getByRole('button', { name: 'Create policy', exact: true }) });
-}
-
-/** Each element of `locator` has a <label> (for= or wrapping). */
-async function assertLabelled(locator, what) {
-  const labels = await locator.evaluate((el) => (el.labels ? el.labels.length : 0));
-  assert.ok(labels > 0, `${what} has no <label>`);
-}
-
-const optionValues = (select) => select.locator('option').evaluateAll((os) => os.map((o) => o.value));
-
 /** Creates policy `checkout` through the admin API unless it exists (test (c) alone). */
 async function ensureCheckoutPolicy() {
-  const got = await server.api('GET', `/api/v1/policies/${CHECKOUT.name}`);
+  const got = await env.server.api('GET', `/api/v1/policies/${CHECKOUT.name}`);
   if (got.status === 200) return;
-  await server.api(
+  await env.server.api(
     'POST',
     '/api/v1/policies',
     { name: CHECKOUT.name, owner_app: APP.slug, rate: 1 / 60, max_permits: 3 },
@@ -98,66 +37,14 @@ async function ensureCheckoutPolicy() {
   );
 }
 
-const slug = (s) => s.replace(/[^a-z0-9]+/gi, '-').replace(/^-|-$/g, '');
-
-/**
- * A test that, when it fails, also reports where each open page was, with a screenshot
- * of it in e2e/screenshots/FAILED-<test>-<n>.png.
- */
-function uiTest(name, fn) {
-  test(name, { timeout: TEST_TIMEOUT_MS }, async (t) => {
-    try {
-      await fn(t);
-    } catch (e) {
-      const where = [];
-      let n = 0;
-      for (const c of contexts) {
-        for (const p of c.pages()) {
-          const file = path.join(SCREENSHOTS, `FAILED-${slug(name)}-${++n}.png`);
-          await mkdir(SCREENSHOTS, { recursive: true });
-          await p.screenshot({ path: file, fullPage: true }).catch(() => {});
-          const text = await p.locator('body').innerText({ timeout: 1000 }).catch(() => '');
-          where.push(`page ${n}: ${p.url()} (${file})\n  ${text.replace(/\s+/g, ' ').slice(0, 300)}`);
-        }
-      }
-      if (where.length) t.diagnostic(`open pages when it failed:\n${where.join('\n')}`);
-      throw e;
-    }
-  });
-}
-
-describe('console', { timeout: 10 * TEST_TIMEOUT_MS }, () => {
-  before(async () => {
-    // Failure screenshots of an earlier run would mislead.
-    await mkdir(SCREENSHOTS, { recursive: true });
-    for (const f of await readdir(SCREENSHOTS)) {
-      if (f.startsWith('FAILED-')) await rm(path.join(SCREENSHOTS, f), { force: true });
-    }
-    // Assigned before start(), so that after() stops a server whose setup failed.
-    server = new Server();
-    await server.start();
-    browser = await launchBrowser();
-  });
-
-  afterEach(async () => {
-    for (const c of contexts) await c.close().catch(() => {});
-    contexts.clear();
-  });
-
-  after(async () => {
-    await browser?.close();
-    const status = await server?.stop();
-    // SIGTERM is a graceful stop: the process exits 0.
-    if (status) assert.equal(status.code, 0, `server exited with ${JSON.stringify(status)}\n${server.logTail()}`);
-  });
-
+consoleSuite('console', () => {
   uiTest('harness: server up, seeded, home page loads in Chromium', async () => {
-    const app = await server.api('GET', `/api/v1/apps/${APP.slug}`, undefined, 200);
+    const app = await env.server.api('GET', `/api/v1/apps/${APP.slug}`, undefined, 200);
     assert.equal(app.name, APP.name);
     const roles = Object.fromEntries(app.members.map((m) => [m.username, m.role]));
     assert.equal(roles.olivia, 'owner');
     assert.equal(roles.victor, 'viewer');
-    assert.match(server.apiKey, /\S{16,}/);
+    assert.match(env.server.apiKey, /\S{16,}/);
 
     // `/` is a page of the console or a redirect to one: it ends on an HTML page.
     const page = await newPage();
@@ -272,7 +159,7 @@ describe('console', { timeout: 10 * TEST_TIMEOUT_MS }, () => {
     await pollUntil(
       `POST /v1/acquire for ${CHECKOUT.name} to find the policy`,
       async () => {
-        const r = await server.acquire(CHECKOUT.name);
+        const r = await env.server.acquire(CHECKOUT.name);
         if (r.status === 404) return false;
         statuses.push(r.status);
         return true;
@@ -280,7 +167,7 @@ describe('console', { timeout: 10 * TEST_TIMEOUT_MS }, () => {
       { timeoutMs: 10_000 },
     );
     while (statuses.length < 10 && statuses.at(-1) !== 429) {
-      statuses.push((await server.acquire(CHECKOUT.name)).status);
+      statuses.push((await env.server.acquire(CHECKOUT.name)).status);
     }
     assert.deepEqual(statuses, [200, 200, 200, 429], `acquire statuses: ${statuses}`);
 
@@ -422,7 +309,7 @@ describe('console', { timeout: 10 * TEST_TIMEOUT_MS }, () => {
     await pollUntil(
       'POST /v1/acquire for logins to find the policy',
       async () => {
-        const r = await server.acquire('logins', 1, 'mallory');
+        const r = await env.server.acquire('logins', 1, 'mallory');
         if (r.status === 404) return false;
         statuses.push(r.status);
         return true;
@@ -430,7 +317,7 @@ describe('console', { timeout: 10 * TEST_TIMEOUT_MS }, () => {
       { timeoutMs: 10_000 },
     );
     while (statuses.length < 10 && statuses.at(-1) !== 429) {
-      statuses.push((await server.acquire('logins', 1, 'mallory')).status);
+      statuses.push((await env.server.acquire('logins', 1, 'mallory')).status);
     }
     assert.deepEqual(statuses, [200, 200, 429], `acquire statuses: ${statuses}`);
 
@@ -450,7 +337,7 @@ describe('console', { timeout: 10 * TEST_TIMEOUT_MS }, () => {
     await page.waitForLoadState();
     assert.equal((await page.locator('[data-fact="current"]').innerText()).trim(), '2 of 2');
     assert.match(await page.locator('.notice, [role=status]').first().innerText(), /Bucket reset to full/);
-    assert.equal((await server.acquire('logins', 1, 'mallory')).status, 200, 'mallory is not let in again');
+    assert.equal((await env.server.acquire('logins', 1, 'mallory')).status, 200, 'mallory is not let in again');
   });
 
   uiTest('screenshots of the other console pages', async (t) => {

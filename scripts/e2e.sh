@@ -71,5 +71,7 @@ fi
 shopt -s nullglob
 tests=(e2e/*.test.mjs)
 ((${#tests[@]})) || die "no e2e/*.test.mjs"
+# Failure screenshots of an earlier run would mislead.
+rm -f e2e/screenshots/FAILED-*.png
 say "node --test ${tests[*]}"
 exec node --test --test-concurrency=1 --test-reporter=spec "$@" "${tests[@]}"
