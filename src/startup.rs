@@ -46,22 +46,27 @@ pub struct Core {
 
 impl Core {
     pub async fn build(settings: &Settings) -> anyhow::Result<Self> {
+        let metrics = Arc::new(Metrics::new());
         let store =
             Store::connect_with_timeout(&settings.database_url, settings.database_timeout())
-                .await?;
+                .await?
+                .counting_into(metrics.sql_statements_of("control"));
         store.migrate().await?;
         let redis_url = settings.redis_url.expose_secret();
-        let limiter = Limiter::new(redis_url, &settings.redis_prefix, settings.redis_timeout())?;
+        let limiter = Limiter::new(redis_url, &settings.redis_prefix, settings.redis_timeout())?
+            .counting_into(metrics.redis_calls_of("control"));
         // The background tasks' own connection (sync passes, decision counts): they must
         // not queue ahead of acquires on the multiplexed connection of the hot path, and
         // they may wait longer for an answer than an acquire may.
         let background_timeout = settings.redis_timeout().max(BACKGROUND_REDIS_TIMEOUT);
-        let background = Limiter::new(redis_url, &settings.redis_prefix, background_timeout)?;
+        let background = Limiter::new(redis_url, &settings.redis_prefix, background_timeout)?
+            .counting_into(metrics.redis_calls_of("background"));
         let snapshot = Arc::new(Snapshot::default());
         let denials = Arc::new(DenialCache::new(settings.sync_interval()));
-        let metrics = Arc::new(Metrics::new());
         let sync = Syncer::new(
-            store.clone(),
+            store
+                .clone()
+                .counting_into(metrics.sql_statements_of("background")),
             background.clone(),
             snapshot.clone(),
             denials.clone(),
@@ -149,7 +154,10 @@ impl Application {
         let mut server = HttpServer::new(move || {
             // Runs on each worker thread: its acquire path gets that thread's connection.
             let acquirer = Acquirer::new(
-                state.limiter.for_this_thread(redis_url.expose_secret()),
+                state
+                    .limiter
+                    .for_this_thread(redis_url.expose_secret())
+                    .counting_into(metrics.redis_calls_of("acquire")),
                 snapshot.clone(),
                 denials.clone(),
                 decisions.clone(),

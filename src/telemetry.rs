@@ -35,6 +35,12 @@ pub struct Metrics {
     pub sync_drift: IntCounter,
     pub sync_last_success_ms: IntGauge,
     pub sync_pass_seconds: Histogram,
+    /// SQL statements run by this instance (not BEGIN/COMMIT), by client: `control`
+    /// (console, admin API) or `background` (sync).
+    pub sql_statements: IntCounterVec,
+    /// Calls to Redis by client: `acquire` (the hot path), `control` (console and admin
+    /// API), `background` (sync, counts); a pipeline is one call.
+    pub redis_calls: IntCounterVec,
 }
 
 impl Default for Metrics {
@@ -83,6 +89,24 @@ impl Metrics {
             "Duration of one reconcile pass",
         ))
         .expect("valid metric");
+        let sql_statements = IntCounterVec::new(
+            Opts::new(
+                "ratekeeper_sql_statements_total",
+                "SQL statements run (not counting BEGIN and COMMIT) by client: control \
+                 (console and admin API) or background (sync)",
+            ),
+            &["client"],
+        )
+        .expect("valid metric");
+        let redis_calls = IntCounterVec::new(
+            Opts::new(
+                "ratekeeper_redis_calls_total",
+                "Calls to Redis (a pipeline is one) by client: acquire, control (console and \
+                 admin API), background (sync and counts)",
+            ),
+            &["client"],
+        )
+        .expect("valid metric");
         for collector in [
             Box::new(decisions.clone()) as Box<dyn prometheus::core::Collector>,
             Box::new(acquire_seconds.clone()),
@@ -90,6 +114,8 @@ impl Metrics {
             Box::new(sync_drift.clone()),
             Box::new(sync_last_success_ms.clone()),
             Box::new(sync_pass_seconds.clone()),
+            Box::new(sql_statements.clone()),
+            Box::new(redis_calls.clone()),
         ] {
             registry
                 .register(collector)
@@ -103,7 +129,19 @@ impl Metrics {
             sync_drift,
             sync_last_success_ms,
             sync_pass_seconds,
+            sql_statements,
+            redis_calls,
         }
+    }
+
+    /// The counter of one SQL client's statements.
+    pub fn sql_statements_of(&self, client: &str) -> IntCounter {
+        self.sql_statements.with_label_values(&[client])
+    }
+
+    /// The counter of one Redis client's calls.
+    pub fn redis_calls_of(&self, client: &str) -> IntCounter {
+        self.redis_calls.with_label_values(&[client])
     }
 
     /// The Prometheus text exposition of every metric.

@@ -31,6 +31,8 @@ pub use writes::PolicyConfig;
 use std::sync::Arc;
 use std::time::Duration;
 
+use prometheus::IntCounter;
+
 /// Everything that talks to Redis, with one timeout for every call.
 #[derive(Clone)]
 pub struct Limiter {
@@ -39,6 +41,8 @@ pub struct Limiter {
     timeout: Duration,
     /// Where Redis is, as messages may name it (no password).
     address: Arc<str>,
+    /// Calls made (a pipeline is one): what each part of the server asks of Redis.
+    round_trips: IntCounter,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -65,7 +69,14 @@ impl Limiter {
                 .collect::<Vec<_>>()
                 .join(",")
                 .into(),
+            round_trips: IntCounter::new("unregistered", "not exported").expect("a valid name"),
         })
+    }
+
+    /// The same limiter, counting its calls into `counter` (a registered metric).
+    pub fn counting_into(mut self, counter: IntCounter) -> Self {
+        self.round_trips = counter;
+        self
     }
 
     /// The same limiter on a connection of the calling thread's own (single node only;
@@ -77,6 +88,7 @@ impl Limiter {
                 keys: self.keys.clone(),
                 timeout: self.timeout,
                 address: self.address.clone(),
+                round_trips: self.round_trips.clone(),
             },
             _ => self.clone(),
         }
@@ -102,7 +114,17 @@ impl Limiter {
         &self,
         fut: impl Future<Output = redis::RedisResult<T>>,
     ) -> Result<T, LimiterError> {
-        within(self.timeout, fut).await
+        self.timed_for(self.timeout, fut).await
+    }
+
+    /// One call to Redis (a command, a script or a pipeline), counted, within `limit`.
+    async fn timed_for<T>(
+        &self,
+        limit: Duration,
+        fut: impl Future<Output = redis::RedisResult<T>>,
+    ) -> Result<T, LimiterError> {
+        self.round_trips.inc();
+        within(limit, fut).await
     }
 
     /// `PING`, for readiness.

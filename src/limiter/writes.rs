@@ -9,7 +9,7 @@ use redis::ScriptInvocation;
 
 use crate::domain::{Algorithm, PolicyName, PolicySpec, Scope};
 
-use super::{Limiter, LimiterError, StateKey, scripts, within};
+use super::{Limiter, LimiterError, StateKey, scripts};
 
 /// How many sync scripts one instance keeps in flight; the multiplexed connection
 /// pipelines them, so a reconcile pass over many policies is not one round trip each.
@@ -78,7 +78,7 @@ impl Limiter {
         let mut conn = self.conn.clone();
         let invocation = self.sync_invocation(config);
         let fut = invocation.invoke_async::<i64>(&mut conn);
-        let written = within(self.sync_timeout(), fut).await?;
+        let written = self.timed_for(self.sync_timeout(), fut).await?;
         Ok(written == 1)
     }
 
@@ -147,7 +147,7 @@ impl Limiter {
         let mut cmd = redis::cmd("GET");
         cmd.arg(self.keys.sync_marker());
         let fut = cmd.query_async::<Option<String>>(&mut conn);
-        within(self.sync_timeout(), fut).await
+        self.timed_for(self.sync_timeout(), fut).await
     }
 
     #[tracing::instrument(level = "debug", skip_all)]
@@ -156,7 +156,7 @@ impl Limiter {
         let mut cmd = redis::cmd("SET");
         cmd.arg(self.keys.sync_marker()).arg(fingerprint);
         let fut = cmd.query_async::<()>(&mut conn);
-        within(self.sync_timeout(), fut).await?;
+        self.timed_for(self.sync_timeout(), fut).await?;
         Ok(())
     }
 
@@ -169,7 +169,7 @@ impl Limiter {
             cmd.arg(key);
         }
         let fut = cmd.query_async::<i64>(&mut conn);
-        within(self.sync_timeout(), fut).await?;
+        self.timed_for(self.sync_timeout(), fut).await?;
         Ok(())
     }
 
@@ -199,7 +199,7 @@ impl Limiter {
                 .arg("COUNT")
                 .arg(1000);
             let fut = cmd.query_async::<(u64, Vec<String>)>(&mut conn);
-            let (next, keys) = within(self.sync_timeout(), fut).await?;
+            let (next, keys) = self.timed_for(self.sync_timeout(), fut).await?;
             for key in keys {
                 let orphan = self
                     .keys
@@ -212,7 +212,7 @@ impl Limiter {
                     }
                     invocation.arg(read_at_ms);
                     let fut = invocation.invoke_async::<i64>(&mut conn);
-                    deleted += within(self.sync_timeout(), fut).await? as usize;
+                    deleted += self.timed_for(self.sync_timeout(), fut).await? as usize;
                 }
             }
             if next == 0 {

@@ -94,7 +94,7 @@ impl Tx {
         query.push_str(&format!(
             " ORDER BY id DESC LIMIT {per_page} OFFSET {offset}"
         ));
-        let mut q = sqlx::query_as(self.backend.sql_built(query));
+        let mut q = sqlx::query_as(self.sql_built(query));
         for bind in binds {
             q = q.bind(bind);
         }

@@ -18,6 +18,7 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use anyhow::Context;
+use prometheus::IntCounter;
 use secrecy::{ExposeSecret, SecretString};
 use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
 use sqlx::{Any, AnyConnection, AnyPool, AssertSqlSafe, Connection, Transaction};
@@ -118,6 +119,8 @@ pub type StoreResult<T> = Result<T, StoreError>;
 pub struct Store {
     pool: AnyPool,
     backend: Backend,
+    /// Statements run (ours, not BEGIN/COMMIT): a page's cost, for metrics and tests.
+    statements: IntCounter,
 }
 
 static MIGRATE_POSTGRES: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/postgres");
@@ -130,6 +133,11 @@ pub const DEFAULT_ACQUIRE_TIMEOUT: Duration = Duration::from_secs(1);
 
 /// How long the first connection at start may take before the start fails, naming why.
 const FIRST_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// A counter nothing reads, until a registered one replaces it.
+fn unregistered_counter() -> IntCounter {
+    IntCounter::new("unregistered", "not exported").expect("a valid name")
+}
 
 /// A database URL as it may be shown: without its password.
 pub fn redacted(url: &str) -> String {
@@ -193,7 +201,18 @@ impl Store {
                 .await
                 .context("cannot switch SQLite to WAL")?;
         }
-        Ok(Self { pool, backend })
+        Ok(Self {
+            pool,
+            backend,
+            statements: unregistered_counter(),
+        })
+    }
+
+    /// The same store (one pool), counting its statements into `counter` (a registered
+    /// metric).
+    pub fn counting_into(mut self, counter: IntCounter) -> Self {
+        self.statements = counter;
+        self
     }
 
     pub fn backend(&self) -> Backend {
@@ -227,6 +246,7 @@ impl Store {
         Ok(Tx {
             inner,
             backend: self.backend,
+            statements: self.statements.clone(),
         })
     }
 
@@ -238,6 +258,7 @@ impl Store {
         Ok(Tx {
             inner: self.pool.begin().await?,
             backend: self.backend,
+            statements: self.statements.clone(),
         })
     }
 
@@ -257,6 +278,7 @@ impl Store {
 pub struct Tx {
     inner: Transaction<'static, Any>,
     backend: Backend,
+    statements: IntCounter,
 }
 
 impl Tx {
@@ -265,8 +287,16 @@ impl Tx {
         Ok(())
     }
 
+    /// A statement of ours, counted, in this backend's placeholders.
     fn sql(&self, query: &'static str) -> AssertSqlSafe<Cow<'static, str>> {
+        self.statements.inc();
         self.backend.sql(query)
+    }
+
+    /// The same for a statement assembled from fragments of ours.
+    fn sql_built(&self, query: String) -> AssertSqlSafe<Cow<'static, str>> {
+        self.statements.inc();
+        self.backend.sql_built(query)
     }
 }
 

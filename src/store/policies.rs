@@ -283,13 +283,11 @@ impl Tx {
     }
 
     async fn fetch_policy(&mut self, name: &str, lock: &str) -> StoreResult<Option<PolicyRecord>> {
-        let row: Option<PolicyRow> = sqlx::query_as(
-            self.backend
-                .sql_built(format!("{SELECT} WHERE p.name = ?{lock}")),
-        )
-        .bind(name)
-        .fetch_optional(&mut *self.inner)
-        .await?;
+        let row: Option<PolicyRow> =
+            sqlx::query_as(self.sql_built(format!("{SELECT} WHERE p.name = ?{lock}")))
+                .bind(name)
+                .fetch_optional(&mut *self.inner)
+                .await?;
         row.map(PolicyRow::parse).transpose()
     }
 
@@ -327,15 +325,14 @@ impl Tx {
         let rows: Vec<PolicyRow> = match app_id {
             Some(app_id) => {
                 sqlx::query_as(
-                    self.backend
-                        .sql_built(format!("{SELECT} WHERE p.app_id = ? ORDER BY p.name")),
+                    self.sql_built(format!("{SELECT} WHERE p.app_id = ? ORDER BY p.name")),
                 )
                 .bind(app_id)
                 .fetch_all(&mut *self.inner)
                 .await?
             }
             None => {
-                sqlx::query_as(self.backend.sql_built(format!("{SELECT} ORDER BY p.name")))
+                sqlx::query_as(self.sql_built(format!("{SELECT} ORDER BY p.name")))
                     .fetch_all(&mut *self.inner)
                     .await?
             }

@@ -25,6 +25,7 @@ mod keys;
 mod live_state;
 mod not_found;
 mod owner_changes;
+mod page_costs;
 mod policies;
 mod policy_page;
 mod roles;
