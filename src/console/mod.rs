@@ -18,7 +18,7 @@ mod users;
 
 use actix_web::http::StatusCode;
 use actix_web::http::header::{self, ContentType};
-use actix_web::middleware::DefaultHeaders;
+use actix_web::middleware::{Compress, DefaultHeaders};
 use actix_web::{HttpRequest, HttpResponse, guard, web};
 use askama::Template;
 use tracing_actix_web::TracingLogger;
@@ -32,6 +32,8 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         web::scope("")
             .wrap(TracingLogger::default())
             .wrap(security_headers())
+            // gzip or brotli, as the browser accepts: a page of 200 policies is ~10x smaller.
+            .wrap(Compress::default())
             .app_data(form_config(FORM_LIMIT))
             .app_data(web::QueryConfig::default().error_handler(|e, _| {
                 ConsoleError::BadRequest(format!("Bad query string: {e}")).into()

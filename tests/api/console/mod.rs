@@ -33,6 +33,7 @@ mod security_headers;
 mod sessions;
 mod sign_in;
 mod sign_in_redirects;
+mod transfer;
 mod users;
 
 /// Everything a refused console request could have changed, as the admin sees it.
