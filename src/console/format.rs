@@ -112,6 +112,21 @@ pub fn url_encode(s: &str) -> String {
     out
 }
 
+/// The action words that may end a policy's console path (`/policies/{name}/edit`).
+const POLICY_ACTIONS: [&str; 5] = ["overview", "edit", "delete", "reset", "history"];
+
+/// A policy's page: `/policies/{name}`, its permalink. A name whose last segment is an
+/// action word (`a/edit`) would read as that action: its page is `/policies/{name}/overview`
+/// instead, which answers for every policy.
+pub fn policy_href(name: &str) -> String {
+    let last = name.rsplit('/').next().unwrap_or(name);
+    if POLICY_ACTIONS.contains(&last) {
+        format!("/policies/{name}/overview")
+    } else {
+        format!("/policies/{name}")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -6,6 +6,7 @@ mod account;
 mod apps;
 mod assets;
 mod audit;
+mod chart;
 mod error;
 mod format;
 mod forms;
@@ -90,6 +91,9 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
                 "/policies/{name:.+}/delete",
                 web::post().to(policies::delete),
             )
+            // A policy's permalink; after the actions, so `/policies/a/edit` stays an action
+            // (see `format::policy_href`).
+            .route("/policies/{name:.+}", web::get().to(policies::show))
             .route("/users", web::get().to(users::list))
             .route("/users", web::post().to(users::create))
             .route("/users/{username}", web::post().to(users::update))

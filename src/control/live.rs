@@ -6,9 +6,9 @@ use serde::Serialize;
 use crate::acquire::unix_minute_now;
 use crate::auth::Actor;
 use crate::domain::PolicyName;
-use crate::limiter::{BucketState, MinuteCounts};
+use crate::limiter::{BucketState, MinuteCounts, PolicyLive};
 
-use super::{Control, ControlResult, PolicyView};
+use super::{Control, ControlError, ControlResult, PolicyView};
 
 /// How many minutes of counts the chart shows.
 pub const ACTIVITY_MINUTES: i64 = 10;
@@ -81,5 +81,31 @@ impl Control {
                 }
             })
             .collect()
+    }
+}
+
+/// The spans (minutes) over which a policy's page lists its top callers.
+pub const TOP_SPANS: [i64; 2] = [5, 60];
+
+/// Callers listed per span and outcome on a policy's page.
+const TOP_LISTED: usize = 10;
+
+impl Control {
+    /// Everything a policy's page shows from Redis, for a policy the caller has already
+    /// been allowed to see: one round trip (see `limiter::policy_live`).
+    #[tracing::instrument(level = "debug", skip_all, fields(policy = %policy.name))]
+    pub async fn policy_live(&self, policy: &PolicyView) -> ControlResult<PolicyLive> {
+        let name = PolicyName::parse(&policy.name).map_err(|e| {
+            ControlError::Internal(anyhow::anyhow!("stored policy name {}: {e:?}", policy.name))
+        })?;
+        let mut live = self
+            .limiter
+            .policy_live(&name, unix_minute_now(), &TOP_SPANS, TOP_LISTED)
+            .await
+            .map_err(|e| ControlError::RedisUnavailable(e.into()))?;
+        if policy.scope.is_keyed() {
+            live.state = None;
+        }
+        Ok(live)
     }
 }

@@ -20,7 +20,7 @@ mod views;
 pub use accounts::{NewSession, SESSION_LIFETIME_MS, UserFlags};
 pub use buckets::{TOP_MAX_MINUTES, TopCallers};
 pub use inputs::{AppInput, KeyInput, MemberInput, OverrideInput, PolicyInput, not_null};
-pub use live::{ACTIVITY_MINUTES, LivePolicy};
+pub use live::{ACTIVITY_MINUTES, LivePolicy, TOP_SPANS};
 pub use views::{
     ApiKeyView, AppDetail, AppView, AuditView, CreatedKey, MemberView, OverrideView, PolicyView,
 };

@@ -84,10 +84,16 @@ impl KeySpace {
         format!("{}:sync", self.prefix)
     }
 
-    /// The granted/denied counts of one policy in one Unix minute. The policy's hash tag:
-    /// on a cluster its counts live beside its bucket.
-    pub fn minute_counts(&self, policy: &str, minute: i64) -> String {
-        format!("{}:activity:{{{policy}}}:{minute}", self.prefix)
+    /// The granted/denied counts of one policy per minute of one Unix hour (see
+    /// `limiter::usage`). The policy's hash tag: on a cluster its counts live beside its
+    /// bucket.
+    pub fn usage_minutes(&self, policy: &str, hour: i64) -> String {
+        format!("{}:activity:{{{policy}}}:m:{hour}", self.prefix)
+    }
+
+    /// The same per hour of one Unix day.
+    pub fn usage_hours(&self, policy: &str, day: i64) -> String {
+        format!("{}:activity:{{{policy}}}:h:{day}", self.prefix)
     }
 
     /// The pub/sub channel on which instances announce changes to each other.

@@ -1,7 +1,8 @@
-//! The live view of many policies at once, for the console: each one's state (as the
-//! state script reports it) and its granted/denied counts of the last minutes. A page of
-//! 200 policies is one pipeline on a single node; on a Redis Cluster, where a pipeline
-//! must stay in one slot, one pipeline per policy, all in flight together.
+//! The live view of many policies at once, for the console's tables: each one's state (as
+//! `lib/policy_state.lua` reports it) and its granted/denied counts of the last minutes.
+//! One call of `lua/policies_live.lua` for a whole page on a single node (one command,
+//! whatever the number of policies); on a Redis Cluster, where a script must stay in one
+//! slot, one call per policy, all in flight together.
 
 use futures_util::future::join_all;
 use redis::Value;
@@ -9,6 +10,7 @@ use redis::Value;
 use crate::domain::PolicyName;
 
 use super::state::parse_state;
+use super::usage::{PAIR_BYTES, pairs};
 use super::{BucketState, Limiter, LimiterError, MinuteCounts, scripts};
 
 /// One policy as Redis holds it now.
@@ -20,10 +22,27 @@ pub struct LiveView {
     pub minutes: Vec<MinuteCounts>,
 }
 
+/// The minutes `first..=last` (at most an hour) as byte ranges of the previous hour's and
+/// this hour's usage strings: GETRANGE's inclusive `(start, end)`, `(0, -1)` for none.
+fn byte_ranges(first: i64, last: i64) -> [(i64, i64); 2] {
+    let hour_start = last - last.rem_euclid(60);
+    let pair = PAIR_BYTES as i64;
+    let previous = if first < hour_start {
+        (first.rem_euclid(60) * pair, 60 * pair - 1)
+    } else {
+        (0, -1)
+    };
+    let this = (
+        first.max(hour_start).rem_euclid(60) * pair,
+        last.rem_euclid(60) * pair + pair - 1,
+    );
+    [previous, this]
+}
+
 impl Limiter {
     /// The live view of each policy of `names`, with the counts of the `minutes` minutes
-    /// up to and including `now_minute`. One entry per name, in order; an entry is an
-    /// error when Redis answered that policy's part with one.
+    /// (1 to 60) up to and including `now_minute`. One entry per name, in order; an entry
+    /// is an error when Redis answered that policy's part with one.
     #[tracing::instrument(level = "debug", skip_all, fields(policies = names.len()))]
     pub async fn live_views(
         &self,
@@ -31,7 +50,11 @@ impl Limiter {
         now_minute: i64,
         minutes: i64,
     ) -> Result<Vec<Result<LiveView, LimiterError>>, LimiterError> {
+        let minutes = minutes.clamp(1, 60);
         let first = now_minute - minutes + 1;
+        if names.is_empty() {
+            return Ok(Vec::new());
+        }
         if self.conn.is_cluster() {
             let one = |name| self.query_live(std::slice::from_ref(name), first, now_minute);
             let replies = join_all(names.iter().map(one)).await;
@@ -44,30 +67,30 @@ impl Limiter {
         self.query_live(names, first, now_minute).await
     }
 
-    /// One pipeline: the state script (loaded first, so a flushed script cache is no
-    /// error), then per policy its state and one HMGET per minute.
+    /// One call of the live script for `names`.
     async fn query_live(
         &self,
         names: &[PolicyName],
         first: i64,
         last: i64,
     ) -> Result<Vec<Result<LiveView, LimiterError>>, LimiterError> {
-        let mut pipe = redis::pipe();
-        pipe.ignore_errors();
-        pipe.load_script(&scripts::POLICY_STATE).ignore();
+        let hour = last.div_euclid(60);
+        let mut invocation = scripts::POLICIES_LIVE.prepare_invoke();
         for name in names {
-            pipe.invoke_script(&self.state_invocation(name));
-            for minute in first..=last {
-                pipe.cmd("HMGET")
-                    .arg(self.keys.minute_counts(name.as_str(), minute))
-                    .arg("granted")
-                    .arg("denied");
+            invocation.key(self.keys.policy(name));
+            for key in self.keys.all_state(name) {
+                invocation.key(key);
             }
+            invocation
+                .key(self.keys.usage_minutes(name.as_str(), hour - 1))
+                .key(self.keys.usage_minutes(name.as_str(), hour));
+        }
+        for (start, end) in byte_ranges(first, last) {
+            invocation.arg(start).arg(end);
         }
         let mut conn = self.conn.clone();
-        let replies: Vec<Value> = self.timed(pipe.query_async(&mut conn)).await?;
-        let per_policy = 1 + (last - first + 1) as usize;
-        if replies.len() != names.len() * per_policy {
+        let replies: Vec<Value> = self.timed(invocation.invoke_async(&mut conn)).await?;
+        if replies.len() != names.len() * 3 {
             return Err(LimiterError::Reply(format!(
                 "{} replies for {} policies",
                 replies.len(),
@@ -75,30 +98,50 @@ impl Limiter {
             )));
         }
         Ok(replies
-            .chunks(per_policy)
-            .map(|chunk| live_view(chunk, first))
+            .chunks(3)
+            .map(|chunk| live_view(chunk, first, last))
             .collect())
     }
 }
 
-fn live_view(chunk: &[Value], first: i64) -> Result<LiveView, LimiterError> {
-    let (state, counts) = chunk.split_first().expect("chunks are never empty");
+fn live_view(chunk: &[Value], first: i64, last: i64) -> Result<LiveView, LimiterError> {
+    let [state, previous, this] = chunk else {
+        return Err(LimiterError::Reply(format!("{chunk:?}")));
+    };
     let state = match state {
         Value::Array(reply) => parse_state(reply)?,
         other => return Err(LimiterError::Reply(format!("{other:?}"))),
     };
-    let minutes = counts
-        .iter()
+    let bytes = |v: &Value| -> Result<Vec<u8>, LimiterError> {
+        redis::from_redis_value_ref(v).map_err(|_| LimiterError::Reply(format!("{v:?}")))
+    };
+    let (previous, this) = (bytes(previous)?, bytes(this)?);
+    let hour_start = last - last.rem_euclid(60);
+    let in_previous = (hour_start - first).max(0) as usize;
+    let in_this = (last - first + 1) as usize - in_previous;
+    let minutes = pairs(&previous, in_previous)
+        .chain(pairs(&this, in_this))
         .zip(first..)
-        .map(|(reply, minute)| {
-            let (granted, denied): (Option<u64>, Option<u64>) = redis::from_redis_value_ref(reply)
-                .map_err(|_| LimiterError::Reply(format!("{reply:?}")))?;
-            Ok(MinuteCounts {
-                minute,
-                granted: granted.unwrap_or(0),
-                denied: denied.unwrap_or(0),
-            })
+        .map(|((granted, denied), minute)| MinuteCounts {
+            minute,
+            granted,
+            denied,
         })
-        .collect::<Result<_, LimiterError>>()?;
+        .collect();
     Ok(LiveView { state, minutes })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranges_split_at_the_hour() {
+        // 10:05, ten minutes back: 9:56..9:59 and 10:00..10:05.
+        let last = 600 + 5;
+        assert_eq!(byte_ranges(last - 9, last), [(56 * 8, 479), (0, 5 * 8 + 7)]);
+        // 10:30: all in this hour.
+        let last = 600 + 30;
+        assert_eq!(byte_ranges(last - 9, last), [(0, -1), (21 * 8, 30 * 8 + 7)]);
+    }
 }

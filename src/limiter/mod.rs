@@ -7,12 +7,13 @@ mod connection;
 mod keyed;
 mod keys;
 mod live;
-mod minute_counts;
 mod own_buckets;
+mod policy_live;
 mod release;
 pub mod scripts;
 mod state;
 mod top_keys;
+mod usage;
 mod writes;
 
 pub use acquire::{AcquireOutcome, Decision, LeaseId};
@@ -21,11 +22,12 @@ pub use connection::RedisConn;
 pub use keyed::{BucketLimits, KeyedBucket};
 pub use keys::{KeySpace, StateKey};
 pub use live::LiveView;
-pub use minute_counts::MinuteCounts;
 pub use own_buckets::OwnBucket;
+pub use policy_live::PolicyLive;
 pub use release::ReleaseOutcome;
 pub use state::BucketState;
 pub use top_keys::{CallerCount, TopBatch};
+pub use usage::{MinuteCounts, UsageSpan};
 pub use writes::PolicyConfig;
 
 use std::sync::Arc;

@@ -20,17 +20,16 @@ pub struct LuaScript {
 }
 
 impl LuaScript {
-    /// `parts` joined, the first part's shebang line (`#!lua flags=...`) kept first.
+    /// `parts` joined, the shebang line (`#!lua flags=...`) of the part that has one put first.
     fn build(parts: &[&str]) -> Self {
         let mut source = String::new();
         let mut rest: Vec<&str> = parts.to_vec();
-        if let Some(first) = rest.first_mut()
-            && first.starts_with("#!")
-        {
-            let (shebang, body) = first.split_once('\n').unwrap_or((first, ""));
+        // The entry script (last) or a library ahead of it may carry the flags.
+        if let Some(part) = rest.iter_mut().find(|p| p.starts_with("#!")) {
+            let (shebang, body) = part.split_once('\n').unwrap_or((part, ""));
             source.push_str(shebang);
             source.push('\n');
-            *first = body;
+            *part = body;
         }
         source.push_str(&algorithm_table());
         for part in rest {
@@ -121,7 +120,8 @@ script!(
 );
 script!(GCRA, ["lib/acquire_gate.lua", "lib/gcra.lua", "gcra.lua"]);
 script!(SYNC_POLICY, ["sync_policy.lua"]);
-script!(POLICY_STATE, ["policy_state.lua"]);
+script!(POLICY_STATE, ["lib/policy_state.lua", "policy_state.lua"]);
+script!(POLICIES_LIVE, ["lib/policy_state.lua", "policies_live.lua"]);
 script!(DELETE_IF_STALE, ["delete_if_stale.lua"]);
 
 // Keyed policies (per_app, per_key): one bucket key per caller, the config in ARGV

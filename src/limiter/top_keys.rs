@@ -23,7 +23,7 @@ pub struct TopBatch<'a> {
 }
 
 /// Callers with their summed scores, as `ZUNION ... WITHSCORES` answers.
-type Scored = Vec<(String, f64)>;
+pub(super) type Scored = Vec<(String, f64)>;
 
 /// A caller and how many of its acquires were granted (or denied) over the minutes asked.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
@@ -93,6 +93,21 @@ impl Limiter {
         limit: usize,
     ) -> Result<(Vec<CallerCount>, Vec<CallerCount>), LimiterError> {
         let mut pipe = redis::pipe();
+        self.queue_top(&mut pipe, policy, now_minute, minutes);
+        let mut conn = self.conn.clone();
+        let (granted, denied): (Scored, Scored) = self.timed(pipe.query_async(&mut conn)).await?;
+        Ok((most(granted, limit), most(denied, limit)))
+    }
+
+    /// Adds to `pipe` the two reads of [`Self::top`] (granted, then denied callers with
+    /// their scores; [`most`] ranks each).
+    pub(super) fn queue_top(
+        &self,
+        pipe: &mut redis::Pipeline,
+        policy: &str,
+        now_minute: i64,
+        minutes: i64,
+    ) {
         for outcome in ['g', 'd'] {
             let keys: Vec<String> = (now_minute - minutes + 1..=now_minute)
                 .map(|m| self.top_key(policy, m, outcome))
@@ -102,18 +117,17 @@ impl Limiter {
                 .arg(&keys)
                 .arg("WITHSCORES");
         }
-        let mut conn = self.conn.clone();
-        let (granted, denied): (Scored, Scored) = self.timed(pipe.query_async(&mut conn)).await?;
-        let most = |mut all: Scored| -> Vec<CallerCount> {
-            all.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
-            all.into_iter()
-                .take(limit)
-                .map(|(key, n)| CallerCount {
-                    key,
-                    count: n as u64,
-                })
-                .collect()
-        };
-        Ok((most(granted), most(denied)))
     }
+}
+
+/// The `limit` callers with the highest scores, most first (ties by name).
+pub(super) fn most(mut all: Scored, limit: usize) -> Vec<CallerCount> {
+    all.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    all.into_iter()
+        .take(limit)
+        .map(|(key, n)| CallerCount {
+            key,
+            count: n as u64,
+        })
+        .collect()
 }

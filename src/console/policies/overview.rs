@@ -11,21 +11,19 @@ use askama::Template;
 use secrecy::SecretString;
 use serde::Deserialize;
 
+use crate::console::chart::UsageChart;
 use crate::console::error::ConsoleError;
 use crate::console::format::{number, readable_limit, readable_rate, readable_window, url_encode};
 use crate::console::page::{Chrome, Notice};
 use crate::console::session::SignedIn;
 use crate::console::{render_status, see_other};
-use crate::control::{ControlError, OverrideView, PolicyView, TopCallers};
+use crate::control::{ControlError, OverrideView, PolicyView, TOP_SPANS, TopCallers};
 use crate::domain::Scope;
 use crate::limiter::CallerCount;
 use crate::state::AppState;
 
 use super::overrides_text;
 use crate::console::apps::page::full_in_text;
-
-/// The minutes the page shows top callers over.
-const TOP_SPANS: [i64; 2] = [5, 60];
 
 #[derive(Debug, Default, Deserialize)]
 pub struct OverviewQuery {
@@ -92,6 +90,40 @@ struct OverviewPage {
     /// Why the bucket is not shown: a bad key, or Redis unreachable.
     bucket_error: Option<String>,
     tops: Vec<TopSpan>,
+    /// How full the policy's one bucket is (not for a keyed policy).
+    gauge: Option<Gauge>,
+    /// Granted and denied over the last hour, day and week; empty when Redis cannot be
+    /// reached.
+    charts: Vec<UsageChart>,
+}
+
+/// How full a bucket is, at a glance.
+pub struct Gauge {
+    pub current: f64,
+    pub max_permits: i64,
+}
+
+impl Gauge {
+    pub fn current_text(&self) -> String {
+        number(self.current.floor())
+    }
+
+    /// A CSS class and words for how close the bucket is to its limit.
+    pub fn status(&self) -> (&'static str, &'static str) {
+        limit_status(self.current, self.max_permits)
+    }
+}
+
+/// "at-limit" below one permit, "near-limit" below a fifth of the capacity, else "ok",
+/// with the words a badge shows.
+pub fn limit_status(current: f64, max_permits: i64) -> (&'static str, &'static str) {
+    if current < 1.0 {
+        ("at-limit", "At its limit")
+    } else if current < max_permits as f64 / 5.0 {
+        ("near-limit", "Near its limit")
+    } else {
+        ("ok", "Has room")
+    }
 }
 
 impl OverviewPage {
@@ -191,6 +223,25 @@ pub async fn reset(
     }
 }
 
+/// A bucket as the page's facts show it: `caller` for a keyed policy's looked-up one.
+fn bucket_row(
+    policy: &PolicyView,
+    caller: Option<&str>,
+    s: &crate::limiter::BucketState,
+) -> BucketRow {
+    BucketRow {
+        caller: caller.map(str::to_owned),
+        current: number(s.current_permits.floor()),
+        max_permits: s.max_permits,
+        full_in: full_in_text(s.full_in_ms),
+        overridden: policy
+            .overrides
+            .iter()
+            .find(|o| Some(o.matches.as_str()) == caller)
+            .map(|o| overrides_text::render(std::slice::from_ref(o))),
+    }
+}
+
 fn field_messages(errors: &crate::domain::FieldErrors) -> String {
     errors
         .0
@@ -212,52 +263,72 @@ async fn load(
     let policy = state.control.get_policy(actor, name).await?;
     let app = state.control.get_app(actor, &policy.owner_app).await?;
     let mut status = StatusCode::OK;
-    let (bucket, bucket_error) = if policy.scope.is_keyed() && key.is_empty() {
+    // One round trip for all the page reads from Redis; a looked-up caller's bucket is a
+    // second one, only when asked for.
+    let live = state.control.policy_live(&policy).await;
+    let unreachable = || "Redis cannot be reached right now; try again in a moment.".to_owned();
+    let (bucket, bucket_error) = if !policy.scope.is_keyed() {
+        match &live {
+            Ok(l) => match &l.state {
+                Some(s) => (Some(bucket_row(&policy, None, s)), None),
+                None => (
+                    None,
+                    Some(
+                        "Redis does not hold this policy right now; the next sync pass restores it."
+                            .to_owned(),
+                    ),
+                ),
+            },
+            Err(_) => (None, Some(unreachable())),
+        }
+    } else if key.is_empty() {
         (None, None)
     } else {
-        let asked = policy.scope.is_keyed().then_some(key.as_str());
-        match state.control.policy_state(actor, name, asked).await {
-            Ok(s) => (
-                Some(BucketRow {
-                    caller: asked.map(str::to_owned),
-                    current: number(s.current_permits.floor()),
-                    max_permits: s.max_permits,
-                    full_in: full_in_text(s.full_in_ms),
-                    overridden: policy
-                        .overrides
-                        .iter()
-                        .find(|o| Some(o.matches.as_str()) == asked)
-                        .map(|o| overrides_text::render(std::slice::from_ref(o))),
-                }),
-                None,
-            ),
+        match state.control.policy_state(actor, name, Some(&key)).await {
+            Ok(s) => (Some(bucket_row(&policy, Some(&key), &s)), None),
             Err(ControlError::Invalid(errors)) => {
                 status = StatusCode::UNPROCESSABLE_ENTITY;
                 (None, Some(field_messages(&errors)))
             }
-            Err(ControlError::RedisUnavailable(_)) => (
-                None,
-                Some("Redis cannot be reached right now; try again in a moment.".to_owned()),
-            ),
-            Err(ControlError::NotFound(_)) => (
-                None,
-                Some(
-                    "Redis does not hold this policy right now; the next sync pass restores it."
-                        .to_owned(),
-                ),
-            ),
+            Err(ControlError::RedisUnavailable(_)) => (None, Some(unreachable())),
             Err(e) => return Err(e.into()),
         }
     };
-    let mut tops = Vec::with_capacity(TOP_SPANS.len());
-    for minutes in TOP_SPANS {
-        let top = match state.control.top_callers(actor, name, minutes).await {
-            Ok(top) => Some(top),
-            Err(ControlError::RedisUnavailable(_)) => None,
-            Err(e) => return Err(e.into()),
-        };
-        tops.push(TopSpan { minutes, top });
-    }
+    let gauge = match &live {
+        Ok(l) => l.state.as_ref().map(|s| Gauge {
+            current: s.current_permits,
+            max_permits: s.max_permits,
+        }),
+        Err(_) => None,
+    };
+    let (charts, tops) = match live {
+        Ok(l) => (
+            vec![
+                UsageChart::new("Last hour", "1 minute", "60 min ago", &l.hour),
+                UsageChart::new("Last 24 hours", "15 minutes", "24 h ago", &l.day),
+                UsageChart::new("Last 7 days", "1 hour", "7 days ago", &l.week),
+            ],
+            TOP_SPANS
+                .iter()
+                .zip(l.top)
+                .map(|(&minutes, (granted, denied))| TopSpan {
+                    minutes,
+                    top: Some(TopCallers {
+                        minutes,
+                        granted,
+                        denied,
+                    }),
+                })
+                .collect(),
+        ),
+        Err(_) => (
+            Vec::new(),
+            TOP_SPANS
+                .iter()
+                .map(|&minutes| TopSpan { minutes, top: None })
+                .collect(),
+        ),
+    };
     let page = OverviewPage {
         chrome: signed_in.chrome("apps"),
         limit: readable_limit(&policy),
@@ -267,6 +338,8 @@ async fn load(
         bucket,
         bucket_error,
         tops,
+        gauge,
+        charts,
         policy,
     };
     Ok((page, status))

@@ -11,10 +11,11 @@ use serde_json::json;
 
 use crate::helpers::*;
 
-const PAGES: [&str; 9] = [
+const PAGES: [&str; 10] = [
     "/apps",
     "/apps/shop",
     "/apps/shop/live",
+    "/policies/p0",
     "/policies/p0/overview",
     "/policies/p0/edit",
     "/policies/keyed/overview?key=ann",
@@ -65,4 +66,10 @@ async fn a_page_costs_the_same_whatever_it_shows() {
         eprintln!("{page}: {:?} {:?}", few[page], many[page]);
     }
     assert_eq!(few, many, "a page's cost grew with the policies it shows");
+    // An application's page and its live refresh read every policy's state and counts in
+    // one call of one script; a policy's page reads its state, usage and top callers in
+    // one pipeline.
+    for page in ["/apps/shop", "/apps/shop/live", "/policies/p0"] {
+        assert_eq!(many[page].1, 1.0, "{page}: Redis calls");
+    }
 }

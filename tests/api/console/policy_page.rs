@@ -96,7 +96,7 @@ async fn on_the_page_too(olga: &mut Browser) {
     assert!(page.has("per key: each key a client names"));
     let app_page = olga.get("/apps/shop").await;
     assert!(app_page.has("1 per second, for each key"));
-    assert!(app_page.has("href=\"/policies/orders/overview\""));
+    assert!(app_page.has("href=\"/policies/orders\""));
     let delete = olga.get("/policies/orders/delete").await;
     assert!(
         delete.has("with bursts of 5 for each key to shop"),

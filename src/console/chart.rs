@@ -1,0 +1,145 @@
+//! Usage charts drawn on the server: an SVG of stacked bars (granted below, denied on top)
+//! per time span, with its scale, time axis and totals as text beside it (text inside an
+//! SVG that stretches to the page's width would shrink to nothing on a phone). No script.
+
+use std::fmt::Write;
+
+use crate::limiter::MinuteCounts;
+
+use super::format::number;
+
+/// The drawing's own units; the page stretches it to its width.
+const WIDTH: f64 = 600.0;
+const HEIGHT: f64 = 100.0;
+
+/// One span's chart as a page shows it.
+pub struct UsageChart {
+    /// "Last hour".
+    pub title: &'static str,
+    /// "1 minute", "15 minutes", "1 hour": what one bar counts.
+    pub per_bar: &'static str,
+    /// Where the time axis starts: "60 min ago".
+    pub starts: &'static str,
+    pub granted: u64,
+    pub denied: u64,
+    /// The most a bar holds: the top of the scale.
+    pub peak: u64,
+    /// The SVG element (numbers and fixed words only: nothing from a user).
+    pub svg: String,
+}
+
+impl UsageChart {
+    pub fn new(
+        title: &'static str,
+        per_bar: &'static str,
+        starts: &'static str,
+        points: &[MinuteCounts],
+    ) -> Self {
+        let granted = points.iter().map(|p| p.granted).sum();
+        let denied = points.iter().map(|p| p.denied).sum();
+        let peak = points
+            .iter()
+            .map(|p| p.granted + p.denied)
+            .max()
+            .unwrap_or(0);
+        Self {
+            title,
+            per_bar,
+            starts,
+            granted,
+            denied,
+            peak,
+            svg: bars(title, points, peak, granted, denied),
+        }
+    }
+
+    pub fn granted_text(&self) -> String {
+        number(self.granted as f64)
+    }
+
+    pub fn denied_text(&self) -> String {
+        number(self.denied as f64)
+    }
+}
+
+fn bars(title: &str, points: &[MinuteCounts], peak: u64, granted: u64, denied: u64) -> String {
+    let mut svg = String::new();
+    let _ = write!(
+        svg,
+        r#"<svg class="usage" viewBox="0 0 {WIDTH} {HEIGHT}" preserveAspectRatio="none" role="img" aria-label="{title}: {granted} granted, {denied} denied">"#
+    );
+    let slot = WIDTH / points.len().max(1) as f64;
+    // A hair of space between bars while they are wide enough to show it.
+    let width = if slot >= 3.0 { slot - 1.0 } else { slot };
+    let scale = if peak == 0 { 0.0 } else { HEIGHT / peak as f64 };
+    for (i, p) in points.iter().enumerate() {
+        let x = i as f64 * slot;
+        let g = p.granted as f64 * scale;
+        let d = p.denied as f64 * scale;
+        if g > 0.0 {
+            let _ = write!(
+                svg,
+                r#"<rect class="g" x="{x:.2}" y="{:.2}" width="{width:.2}" height="{g:.2}"/>"#,
+                HEIGHT - g
+            );
+        }
+        if d > 0.0 {
+            let _ = write!(
+                svg,
+                r#"<rect class="d" x="{x:.2}" y="{:.2}" width="{width:.2}" height="{d:.2}"/>"#,
+                HEIGHT - g - d
+            );
+        }
+    }
+    svg.push_str(r#"<line class="base" x1="0" y1="100" x2="600" y2="100"/></svg>"#);
+    svg
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn point(granted: u64, denied: u64) -> MinuteCounts {
+        MinuteCounts {
+            minute: 0,
+            granted,
+            denied,
+        }
+    }
+
+    #[test]
+    fn totals_and_the_tallest_bar_fill_the_height() {
+        let chart = UsageChart::new(
+            "Last hour",
+            "1 minute",
+            "60 min ago",
+            &[point(1, 0), point(3, 1), point(0, 0)],
+        );
+        assert_eq!((chart.granted, chart.denied, chart.peak), (4, 1, 4));
+        // The second bar: 3 granted from the bottom, 1 denied on top, reaching the top.
+        assert!(
+            chart.svg.contains(r#"class="g" x="200.00" y="25.00""#),
+            "{}",
+            chart.svg
+        );
+        assert!(
+            chart.svg.contains(r#"class="d" x="200.00" y="0.00""#),
+            "{}",
+            chart.svg
+        );
+        assert!(
+            chart
+                .svg
+                .contains("aria-label=\"Last hour: 4 granted, 1 denied\"")
+        );
+        // Nothing drawn for an empty minute.
+        assert_eq!(chart.svg.matches("<rect").count(), 3);
+    }
+
+    #[test]
+    fn no_traffic_is_an_empty_chart() {
+        let chart = UsageChart::new("Last day", "15 minutes", "24 h ago", &[point(0, 0); 96]);
+        assert_eq!(chart.peak, 0);
+        assert!(!chart.svg.contains("<rect"));
+    }
+}

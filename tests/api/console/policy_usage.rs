@@ -1,0 +1,103 @@
+//! A policy's page (`/policies/{name}`, its permalink): how full its bucket is, and its
+//! granted and denied acquires over the last hour, day and week, drawn from the per-minute
+//! and per-hour counts every instance adds to Redis (README, "The web console").
+
+use std::time::Duration;
+
+use reqwest::StatusCode;
+use serde_json::json;
+
+use crate::helpers::*;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_page_shows_fullness_and_usage_over_three_spans() {
+    let app = spawn_app(Db::Sqlite).await;
+    let key = app.shop_with_policy("orders.create", 0.001, 3).await;
+    let mut admin = app.sign_in_as_admin().await;
+
+    let page = admin.get("/policies/orders.create").await;
+    page.assert_status(StatusCode::OK);
+    assert!(page.has("data-fact=\"gauge\">3 / 3<"), "{}", page.body);
+    assert!(page.has("data-status=\"ok\""));
+
+    for _ in 0..5 {
+        app.acquire(&key, "orders.create", 1).await;
+    }
+    // The counts reach Redis with the instance's next flush (every 2 s).
+    let counted = eventually(Duration::from_secs(10), || {
+        let mut admin = admin.clone();
+        async move {
+            let page = admin.get("/policies/orders.create").await;
+            page.body.matches("data-total=\"granted\">3<").count() == 3
+                && page.body.matches("data-total=\"denied\">2<").count() == 3
+        }
+    })
+    .await;
+    assert!(
+        counted,
+        "the hour, day and week charts each count 3 granted, 2 denied"
+    );
+    let page = admin.get("/policies/orders.create").await;
+    assert!(page.has("data-fact=\"gauge\">0 / 3<"), "{}", page.body);
+    assert!(page.has("data-status=\"at-limit\""));
+    assert!(page.has("aria-label=\"Last hour: 3 granted, 2 denied\""));
+    // Bars: one minute (granted and denied) in each chart, nothing else.
+    assert_eq!(page.body.matches("<rect class=\"g\"").count(), 3);
+    assert_eq!(page.body.matches("<rect class=\"d\"").count(), 3);
+
+    // The counts are two small strings per policy with an expiry: a day of minutes, a
+    // month of hours.
+    let mut redis = app.redis.clone();
+    let pattern = format!("{}:activity:{{orders.create}}:*", app.settings.redis_prefix);
+    let keys: Vec<String> = redis::cmd("KEYS")
+        .arg(&pattern)
+        .query_async(&mut redis)
+        .await
+        .unwrap();
+    assert_eq!(keys.len(), 2, "{keys:?}");
+    for key in keys {
+        let (len, ttl): (i64, i64) = redis::pipe()
+            .cmd("STRLEN")
+            .arg(&key)
+            .cmd("PTTL")
+            .arg(&key)
+            .query_async(&mut redis)
+            .await
+            .unwrap();
+        let (most_bytes, most_ms) = if key.contains(":m:") {
+            (480, 25 * 3_600_000)
+        } else {
+            (192, 31 * 86_400_000)
+        };
+        assert!(len > 0 && len <= most_bytes, "{key}: {len} bytes");
+        assert!(ttl > 0 && ttl <= most_ms, "{key}: expires in {ttl} ms");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_policy_has_a_permalink_even_one_named_like_an_action() {
+    let app = spawn_app(Db::Sqlite).await;
+    app.create_app("shop").await;
+    for name in ["orders", "orders/edit"] {
+        app.create_policy(json!({"name": name, "owner_app": "shop", "rate": 1, "max_permits": 5}))
+            .await;
+    }
+    let mut admin = app.sign_in_as_admin().await;
+    let list = admin.get("/apps/shop").await;
+    assert!(list.has("href=\"/policies/orders\""), "{}", list.body);
+    // "/policies/orders/edit" is the edit form of "orders": the page of "orders/edit" is
+    // linked by its unambiguous alias.
+    assert!(list.has("href=\"/policies/orders/edit/overview\""));
+    let page = admin.get("/policies/orders").await;
+    page.assert_status(StatusCode::OK);
+    assert!(page.has("Policy <code>orders</code>"));
+    let page = admin.get("/policies/orders/edit/overview").await;
+    page.assert_status(StatusCode::OK);
+    assert!(page.has("Policy <code>orders/edit</code>"));
+    let form = admin.get("/policies/orders/edit").await;
+    assert!(form.has("<form"), "the edit form of orders");
+    admin
+        .get("/policies/nope")
+        .await
+        .assert_status(StatusCode::NOT_FOUND);
+}
