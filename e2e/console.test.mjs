@@ -323,7 +323,7 @@ consoleSuite('console', () => {
 
     // From the app's table to the policy's page, then the key box.
     const link = page.locator('#policies tr[data-policy="logins"] a.policy-link');
-    await Promise.all([page.waitForURL((u) => u.pathname === '/policies/logins/overview'), link.click()]);
+    await Promise.all([page.waitForURL((u) => u.pathname === '/policies/logins'), link.click()]);
     assert.equal(await page.locator('tr[data-override="vip"]').count(), 1, 'the override is not listed');
     const lookup = page.getByLabel('Key', { exact: true });
     await lookup.fill('mallory');

@@ -42,34 +42,53 @@
     if (cell && cell.textContent !== text) { cell.textContent = text; }
   }
 
+  // The page arrives with its state drawn; every REFRESH_MS the script asks for the rows
+  // on screen (the page's own filter, sort and page), saying which state it shows (a
+  // digest per row), and redraws only the rows the server sends back: those that changed.
   function startLive(section) {
-    var url = section.getAttribute('data-live-url');
+    var base = section.getAttribute('data-live-url');
     var status = document.getElementById('live-status');
     var timer = null;
+    function liveUrl() {
+      var params = new URLSearchParams(window.location.search);
+      var query = new URLSearchParams();
+      ['q', 'sort', 'page'].forEach(function (k) { if (params.get(k)) { query.set(k, params.get(k)); } });
+      var seen = [];
+      section.querySelectorAll('tr[data-policy]').forEach(function (row) { seen.push(row.getAttribute('data-digest') || ''); });
+      query.set('seen', seen.join('.'));
+      return base + '?' + query.toString();
+    }
+    function apply(p) {
+      var row = section.querySelector('tr[data-policy="' + CSS.escape(p.name) + '"]');
+      if (!row) { return; }
+      row.setAttribute('data-digest', p.digest);
+      setText(row, 'current', p.current === null ? '–' : p.current);
+      setText(row, 'full-in', p.full_in === null ? '–' : p.full_in);
+      var badge = row.querySelector('[data-col="status"] .badge');
+      if (badge) {
+        badge.className = 'badge ' + p.status;
+        if (badge.textContent !== p.status_text) { badge.textContent = p.status_text; }
+      }
+      var cell = row.querySelector('[data-col="activity"]');
+      if (cell) {
+        var c = chart(p.activity);
+        var text = document.createElement('span');
+        text.className = 'activity-text';
+        text.textContent = c.text;
+        cell.replaceChildren(c.svg, text);
+      }
+    }
     function refresh() {
       if (document.hidden) { schedule(); return; }
-      fetch(url, { credentials: 'same-origin', headers: { Accept: 'application/json' } })
+      fetch(liveUrl(), { credentials: 'same-origin', headers: { Accept: 'application/json' } })
         .then(function (r) {
           if (r.status === 303 || r.redirected || r.status === 401) { throw new Error('signed out'); }
           if (!r.ok) { throw new Error('HTTP ' + r.status); }
           return r.json();
         })
         .then(function (data) {
-          data.policies.forEach(function (p) {
-            var row = section.querySelector('tr[data-policy="' + CSS.escape(p.name) + '"]');
-            if (!row) { return; }
-            setText(row, 'current', p.current === null ? '–' : p.current);
-            setText(row, 'full-in', p.full_in === null ? '–' : p.full_in);
-            var cell = row.querySelector('[data-col="activity"]');
-            if (cell) {
-              var c = chart(p.activity);
-              cell.replaceChildren(c.svg);
-              var text = document.createElement('span');
-              text.className = 'activity-text';
-              text.textContent = c.text;
-              cell.appendChild(text);
-            }
-          });
+          data.policies.forEach(apply);
+          section.setAttribute('data-refreshed', String(Date.now()));
           if (status) { status.removeAttribute('data-error'); }
           schedule();
         })
@@ -82,7 +101,7 @@
         });
     }
     function schedule() { clearTimeout(timer); timer = setTimeout(refresh, REFRESH_MS); }
-    refresh();
+    schedule();
   }
 
   function copyButtons() {

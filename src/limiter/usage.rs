@@ -22,7 +22,7 @@ const KEEP_HOURS_MS: i64 = 31 * 24 * 3600 * 1000;
 /// Bytes per (granted, denied) pair.
 pub(super) const PAIR_BYTES: usize = 8;
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, serde::Serialize)]
 pub struct MinuteCounts {
     /// Unix minute (ms / 60,000) at which the counted span starts.
     pub minute: i64,

@@ -5,3 +5,4 @@ pub mod keys;
 pub mod list;
 pub mod members;
 pub mod page;
+pub mod policy_table;

@@ -8,73 +8,16 @@ use actix_web::{HttpResponse, web};
 use askama::Template;
 
 use crate::console::error::ConsoleError;
-use crate::console::format::{ago, number, readable_limit, short_time};
+use crate::console::format::{ago, short_time};
 use crate::console::forms::FormErrors;
 use crate::console::page::{Chrome, Notice};
 use crate::console::session::SignedIn;
 use crate::console::{render, render_status};
-use crate::control::{AppDetail, CreatedKey, LivePolicy, PolicyView};
-use crate::domain::Scope;
+use crate::control::{AppDetail, CreatedKey, PolicyView};
+
+use super::policy_table::{PolicyRow, TableQuery, TableView, changed};
 use crate::state::AppState;
 use crate::store::now_ms;
-
-/// One row of the policies table.
-pub struct PolicyRow {
-    pub name: String,
-    /// ", for each key" on a keyed policy: whose bucket the limit is.
-    pub scope_note: &'static str,
-    pub algorithm: &'static str,
-    pub rate: String,
-    pub max_permits: i64,
-    pub allowed_apps: String,
-    pub failure_mode: &'static str,
-    pub enabled: bool,
-    pub version: i64,
-    pub current: String,
-    pub full_in: String,
-    pub recent: String,
-}
-
-impl PolicyRow {
-    fn new(policy: &PolicyView, live: Option<&LivePolicy>) -> Self {
-        let state = live.and_then(|l| l.state.as_ref());
-        let (granted, denied) = live.map_or((0, 0), |l| {
-            l.activity
-                .iter()
-                .fold((0, 0), |(g, d), m| (g + m.granted, d + m.denied))
-        });
-        Self {
-            name: policy.name.clone(),
-            scope_note: match policy.scope {
-                Scope::Global => "",
-                Scope::PerApp => ", for each app",
-                Scope::PerKey => ", for each key",
-            },
-            algorithm: policy.algorithm.as_str(),
-            rate: readable_limit(policy),
-            max_permits: policy.max_permits,
-            allowed_apps: policy.allowed_apps.join(", "),
-            failure_mode: policy.failure_mode.as_str(),
-            enabled: policy.enabled,
-            version: policy.version,
-            current: state.map_or("–".to_owned(), |s| number(s.current_permits.floor())),
-            full_in: live
-                .and_then(|l| l.full_in_ms)
-                .map_or("–".to_owned(), full_in_text),
-            recent: format!("{granted} granted, {denied} denied"),
-        }
-    }
-}
-
-/// "full", "in 3 s", "in 2 min".
-pub fn full_in_text(ms: i64) -> String {
-    match ms {
-        ..=0 => "full".to_owned(),
-        1..=59_999 => format!("in {} s", (ms + 999) / 1000),
-        60_000..=3_599_999 => format!("in {} min", (ms + 59_999) / 60_000),
-        _ => format!("in {} h", (ms + 3_599_999) / 3_600_000),
-    }
-}
 
 pub struct KeyRow {
     pub id: String,
@@ -98,7 +41,13 @@ pub struct AppPage {
     pub chrome: Chrome,
     pub app: AppDetail,
     pub can_edit: bool,
+    /// The rows on screen.
     pub policies: Vec<PolicyRow>,
+    pub table: TableView,
+    /// Policies of the application, and of those how many pass the filter.
+    pub total: usize,
+    pub matching: usize,
+    pub pages: usize,
     pub keys: Vec<KeyRow>,
     pub new_key: Option<CreatedKey>,
     pub member_form: MemberDraft,
@@ -108,16 +57,27 @@ pub struct AppPage {
 }
 
 impl AppPage {
-    /// The page as the actor may see it, with what the caller fills in on top.
+    /// The page as the actor may see it (its policies table at its first page), with
+    /// what the caller fills in on top.
     pub async fn load(
         state: &AppState,
         signed_in: &SignedIn,
         slug: &str,
     ) -> Result<Self, ConsoleError> {
+        Self::load_table(state, signed_in, slug, TableView::first_page()).await
+    }
+
+    /// The same with the table filtered, sorted and paged as asked.
+    pub async fn load_table(
+        state: &AppState,
+        signed_in: &SignedIn,
+        slug: &str,
+        table: TableView,
+    ) -> Result<Self, ConsoleError> {
         let actor = &signed_in.actor;
         let app = state.control.get_app(actor, slug).await?;
         let policies = state.control.list_policies(actor, Some(slug)).await?;
-        let live = state.control.live_state_of(&policies).await;
+        let (rows, matching, pages) = table_rows(state, &table, &policies).await;
         let now = now_ms();
         let keys = app
             .keys
@@ -138,10 +98,11 @@ impl AppPage {
         Ok(Self {
             chrome: signed_in.chrome("apps"),
             can_edit: app.may_edit,
-            policies: policies
-                .iter()
-                .map(|p| PolicyRow::new(p, live.iter().find(|l| l.name == p.name)))
-                .collect(),
+            policies: rows,
+            table,
+            total: policies.len(),
+            matching,
+            pages,
             keys,
             app,
             new_key: None,
@@ -165,38 +126,77 @@ pub async fn with_errors(
     render_status(&page, StatusCode::UNPROCESSABLE_ENTITY)
 }
 
+/// The rows on screen with their live state (one Redis call: for the page when sorted
+/// by name, for every filtered policy when sorted by state), the number of policies
+/// that pass the filter, and the number of pages.
+async fn table_rows(
+    state: &AppState,
+    table: &TableView,
+    policies: &[PolicyView],
+) -> (Vec<PolicyRow>, usize, usize) {
+    let filtered = table.filtered(policies);
+    let matching = filtered.len();
+    let read: Vec<PolicyView> = if table.sorts_by_state() {
+        filtered.iter().map(|p| (*p).clone()).collect()
+    } else {
+        table.by_name_page(&filtered).into_iter().cloned().collect()
+    };
+    let live = state.control.live_state_of(&read).await;
+    let rows: Vec<PolicyRow> = read
+        .iter()
+        .map(|p| PolicyRow::new(p, live.iter().find(|l| l.name == p.name)))
+        .collect();
+    let (rows, pages) = if table.sorts_by_state() {
+        table.page_of(rows)
+    } else {
+        (
+            rows,
+            matching.div_ceil(super::policy_table::PAGE_SIZE).max(1),
+        )
+    };
+    (rows, matching, pages)
+}
+
+#[derive(Debug, Default, serde::Deserialize)]
+pub struct ShowQuery {
+    #[serde(flatten)]
+    table: TableQuery,
+    #[serde(flatten)]
+    notice: Notice,
+}
+
 pub async fn show(
     state: web::Data<AppState>,
     signed_in: SignedIn,
     slug: web::Path<String>,
-    notice: web::Query<Notice>,
+    query: web::Query<ShowQuery>,
 ) -> Result<HttpResponse, ConsoleError> {
-    let mut page = AppPage::load(&state, &signed_in, &slug).await?;
-    page.chrome = page.chrome.with_notice(&notice);
+    let table = TableView::parse(&query.table)?;
+    let mut page = AppPage::load_table(&state, &signed_in, &slug, table).await?;
+    page.chrome = page.chrome.with_notice(&query.notice);
     render(&page)
 }
 
-/// `GET /apps/{slug}/live`: the live state of its policies, for the page's script.
+/// `GET /apps/{slug}/live[?q=&sort=&page=&seen=]`: the live state of the rows on screen,
+/// for the page's script; with `seen`, only the rows whose state changed.
 pub async fn live(
     state: web::Data<AppState>,
     signed_in: SignedIn,
     slug: web::Path<String>,
+    query: web::Query<TableQuery>,
 ) -> Result<HttpResponse, ConsoleError> {
-    let live = state.control.live_policies(&signed_in.actor, &slug).await?;
-    let policies: Vec<_> = live
-        .iter()
-        .map(|l| {
-            serde_json::json!({
-                "name": l.name,
-                "current": l.state.as_ref().map(|s| number(s.current_permits.floor())),
-                "max_permits": l.state.as_ref().map(|s| s.max_permits),
-                "full_in": l.full_in_ms.map(full_in_text),
-                "activity": l.activity,
-            })
-        })
-        .collect();
+    let table = TableView::parse(&query)?;
+    let policies = state
+        .control
+        .list_policies(&signed_in.actor, Some(&slug))
+        .await?;
+    let (rows, _, _) = table_rows(&state, &table, &policies).await;
+    let digests: Vec<&str> = rows.iter().map(|r| r.live.digest.as_str()).collect();
     Ok(HttpResponse::Ok()
         .insert_header(CacheControl(vec![CacheDirective::NoStore]))
         .insert_header((header::X_CONTENT_TYPE_OPTIONS, "nosniff"))
-        .json(serde_json::json!({ "policies": policies })))
+        .json(serde_json::json!({
+            "policies": changed(&rows, &query.seen),
+            "digests": digests,
+        })))
 }

@@ -21,7 +21,7 @@ mod form;
 mod overrides_text;
 mod overview;
 
-pub use overview::{reset, show};
+pub use overview::{limit_status, reset, show};
 
 use form::PolicyForm;
 

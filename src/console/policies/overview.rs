@@ -23,7 +23,7 @@ use crate::limiter::CallerCount;
 use crate::state::AppState;
 
 use super::overrides_text;
-use crate::console::apps::page::full_in_text;
+use crate::console::apps::policy_table::full_in_text;
 
 #[derive(Debug, Default, Deserialize)]
 pub struct OverviewQuery {

@@ -28,6 +28,7 @@ mod owner_changes;
 mod page_costs;
 mod policies;
 mod policy_page;
+mod policy_table;
 mod policy_usage;
 mod roles;
 mod security_headers;

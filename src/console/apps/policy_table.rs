@@ -1,0 +1,315 @@
+//! An application's policies table: each row with its live state, at-a-glance status,
+//! filtered by name, sorted, and paged (an application may have hundreds of policies).
+//! The page renders the rows on screen with their state (one call of one Redis script);
+//! the page's script then asks only for the rows whose state changed since (`seen`:
+//! a digest per row), so a refresh of an idle page sends almost nothing.
+
+use std::hash::{DefaultHasher, Hash, Hasher};
+
+use serde::{Deserialize, Serialize};
+
+use crate::console::error::ConsoleError;
+use crate::console::format::{number, policy_href, readable_limit};
+use crate::control::{LivePolicy, PolicyView};
+use crate::domain::Scope;
+use crate::limiter::MinuteCounts;
+
+/// Rows per page.
+pub const PAGE_SIZE: usize = 50;
+
+/// The table's controls, as the query string gives them (all optional).
+#[derive(Debug, Default, Clone, Deserialize)]
+pub struct TableQuery {
+    /// Keep rows whose name contains this (case-insensitive).
+    #[serde(default)]
+    pub q: String,
+    /// `name` (default), `status` (closest to the limit first) or `denied` (most denied
+    /// in the last 10 minutes first).
+    #[serde(default)]
+    pub sort: String,
+    /// 1-based; a string so a bad value gets a message of ours.
+    #[serde(default)]
+    pub page: String,
+    /// The page's digests, in row order, joined by '.': rows that still match are left out
+    /// of a live refresh.
+    #[serde(default)]
+    pub seen: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sort {
+    Name,
+    Status,
+    Denied,
+}
+
+impl Sort {
+    pub const ALL: [(Sort, &'static str, &'static str); 3] = [
+        (Sort::Name, "name", "Name"),
+        (Sort::Status, "status", "Closest to the limit"),
+        (Sort::Denied, "denied", "Most denied"),
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        Self::ALL
+            .iter()
+            .find(|(s, _, _)| *s == self)
+            .map_or("name", |(_, v, _)| v)
+    }
+}
+
+/// The controls, checked: every bad value is a 400 that says what is allowed.
+#[derive(Debug, Clone)]
+pub struct TableView {
+    pub filter: String,
+    pub sort: Sort,
+    pub page: usize,
+}
+
+impl TableView {
+    /// No filter, by name, the first page.
+    pub fn first_page() -> Self {
+        Self {
+            filter: String::new(),
+            sort: Sort::Name,
+            page: 1,
+        }
+    }
+
+    pub fn parse(query: &TableQuery) -> Result<Self, ConsoleError> {
+        let sort = match query.sort.as_str() {
+            "" => Sort::Name,
+            s => Sort::ALL
+                .iter()
+                .find(|(_, value, _)| *value == s)
+                .map(|(sort, _, _)| *sort)
+                .ok_or_else(|| {
+                    ConsoleError::BadRequest(
+                        "sort must be one of name, status or denied".to_owned(),
+                    )
+                })?,
+        };
+        let page = match query.page.as_str() {
+            "" => 1,
+            p => p.parse::<usize>().ok().filter(|&p| p >= 1).ok_or_else(|| {
+                ConsoleError::BadRequest("page must be a whole number from 1".to_owned())
+            })?,
+        };
+        if query.q.chars().count() > 256 {
+            return Err(ConsoleError::BadRequest(
+                "the name filter is at most 256 characters".to_owned(),
+            ));
+        }
+        Ok(Self {
+            filter: query.q.trim().to_owned(),
+            sort,
+            page,
+        })
+    }
+
+    /// The policies that pass the filter, by name (the order a live sort starts from).
+    pub fn filtered<'p>(&self, policies: &'p [PolicyView]) -> Vec<&'p PolicyView> {
+        let needle = self.filter.to_lowercase();
+        policies
+            .iter()
+            .filter(|p| needle.is_empty() || p.name.to_lowercase().contains(&needle))
+            .collect()
+    }
+
+    /// Whether the order needs every filtered policy's live state.
+    pub fn sorts_by_state(&self) -> bool {
+        self.sort != Sort::Name
+    }
+
+    /// The rows on this page, sorted; `pages` is the number of pages (at least 1).
+    pub fn page_of(&self, mut rows: Vec<PolicyRow>) -> (Vec<PolicyRow>, usize) {
+        match self.sort {
+            Sort::Name => {}
+            Sort::Status => rows.sort_by(|a, b| {
+                a.fullness
+                    .total_cmp(&b.fullness)
+                    .then_with(|| b.denied.cmp(&a.denied))
+            }),
+            Sort::Denied => rows.sort_by_key(|r| std::cmp::Reverse(r.denied)),
+        }
+        let pages = rows.len().div_ceil(PAGE_SIZE).max(1);
+        let shown = rows
+            .into_iter()
+            .skip((self.page.min(pages) - 1) * PAGE_SIZE)
+            .take(PAGE_SIZE)
+            .collect();
+        (shown, pages)
+    }
+
+    /// The rows of a live-sorted page can only be known from every filtered policy's
+    /// state; sorted by name, the page is known before Redis is asked.
+    pub fn by_name_page<'p>(&self, filtered: &[&'p PolicyView]) -> Vec<&'p PolicyView> {
+        let pages = filtered.len().div_ceil(PAGE_SIZE).max(1);
+        filtered
+            .iter()
+            .skip((self.page.min(pages) - 1) * PAGE_SIZE)
+            .take(PAGE_SIZE)
+            .copied()
+            .collect()
+    }
+
+    /// This table's query string with another page (for the pager's links).
+    pub fn href_for_page(&self, page: usize) -> String {
+        let mut query = vec![format!("page={page}")];
+        if self.sort != Sort::Name {
+            query.push(format!("sort={}", self.sort.as_str()));
+        }
+        if !self.filter.is_empty() {
+            query.push(format!(
+                "q={}",
+                crate::console::format::url_encode(&self.filter)
+            ));
+        }
+        format!("?{}#policies", query.join("&"))
+    }
+}
+
+/// One row of the policies table.
+#[derive(Debug, Clone)]
+pub struct PolicyRow {
+    pub name: String,
+    pub href: String,
+    /// ", for each key" on a keyed policy: whose bucket the limit is.
+    pub scope_note: &'static str,
+    pub algorithm: &'static str,
+    pub rate: String,
+    pub max_permits: i64,
+    pub allowed_apps: String,
+    pub failure_mode: &'static str,
+    pub enabled: bool,
+    pub version: i64,
+    pub live: LiveCells,
+    /// Permits available over capacity (0 = at its limit); 2 when unknown, so those sort
+    /// last.
+    pub fullness: f64,
+    /// Denied over the last minutes.
+    pub denied: u64,
+}
+
+/// What a live refresh may change in a row.
+#[derive(Debug, Clone, Serialize)]
+pub struct LiveCells {
+    pub name: String,
+    pub current: Option<String>,
+    pub max_permits: Option<i64>,
+    pub full_in: Option<String>,
+    /// "at-limit", "near-limit", "ok", "keyed" or "unknown".
+    pub status: &'static str,
+    pub status_text: &'static str,
+    /// "3 granted, 1 denied".
+    pub recent: String,
+    pub activity: Vec<MinuteCounts>,
+    /// A digest of the above: the page's script sends it back as `seen`.
+    pub digest: String,
+}
+
+impl PolicyRow {
+    pub fn new(policy: &PolicyView, live: Option<&LivePolicy>) -> Self {
+        let state = live.and_then(|l| l.state.as_ref());
+        let activity = live.map(|l| l.activity.clone()).unwrap_or_default();
+        let (granted, denied) = activity
+            .iter()
+            .fold((0, 0), |(g, d), m| (g + m.granted, d + m.denied));
+        let (status, status_text, fullness) = match (state, policy.scope.is_keyed()) {
+            (Some(s), _) => {
+                let (class, text) =
+                    crate::console::policies::limit_status(s.current_permits, s.max_permits);
+                (class, text, s.current_permits / s.max_permits.max(1) as f64)
+            }
+            (None, true) if denied > 0 => ("at-limit", "Denying some callers", 0.0),
+            (None, true) => ("keyed", "A bucket per caller", 1.0),
+            (None, false) => ("unknown", "No live state", 2.0),
+        };
+        let mut live = LiveCells {
+            name: policy.name.clone(),
+            current: state.map(|s| number(s.current_permits.floor())),
+            max_permits: state.map(|s| s.max_permits),
+            full_in: live.and_then(|l| l.full_in_ms).map(full_in_text),
+            status,
+            status_text,
+            recent: format!("{granted} granted, {denied} denied"),
+            activity,
+            digest: String::new(),
+        };
+        live.digest = digest(&live);
+        Self {
+            name: policy.name.clone(),
+            href: policy_href(&policy.name),
+            scope_note: match policy.scope {
+                Scope::Global => "",
+                Scope::PerApp => ", for each app",
+                Scope::PerKey => ", for each key",
+            },
+            algorithm: policy.algorithm.as_str(),
+            rate: readable_limit(policy),
+            max_permits: policy.max_permits,
+            allowed_apps: policy.allowed_apps.join(", "),
+            failure_mode: policy.failure_mode.as_str(),
+            enabled: policy.enabled,
+            version: policy.version,
+            live,
+            fullness,
+            denied,
+        }
+    }
+
+    pub fn current_text(&self) -> &str {
+        self.live.current.as_deref().unwrap_or("–")
+    }
+
+    pub fn full_in_text(&self) -> &str {
+        self.live.full_in.as_deref().unwrap_or("–")
+    }
+
+    /// The last minutes as a small chart (the page's script redraws it when it changes).
+    pub fn sparkline(&self) -> String {
+        crate::console::chart::sparkline(&self.live.activity)
+    }
+}
+
+/// A short digest of what a refresh shows of a row (not a security measure: a changed
+/// row whose digest collides is only refreshed a little later).
+fn digest(cells: &LiveCells) -> String {
+    let mut h = DefaultHasher::new();
+    (
+        &cells.current,
+        cells.max_permits,
+        &cells.full_in,
+        cells.status,
+    )
+        .hash(&mut h);
+    // The counts only: an idle row's chart is the same from one minute to the next.
+    for m in &cells.activity {
+        (m.granted, m.denied).hash(&mut h);
+    }
+    format!("{:08x}", h.finish() as u32)
+}
+
+/// "full", "in 3 s", "in 2 min".
+pub fn full_in_text(ms: i64) -> String {
+    match ms {
+        ..=0 => "full".to_owned(),
+        1..=59_999 => format!("in {} s", (ms + 999) / 1000),
+        60_000..=3_599_999 => format!("in {} min", (ms + 59_999) / 60_000),
+        _ => format!("in {} h", (ms + 3_599_999) / 3_600_000),
+    }
+}
+
+/// The rows of a refresh whose digest is not the one the page has at their place.
+pub fn changed<'r>(rows: &'r [PolicyRow], seen: &str) -> Vec<&'r LiveCells> {
+    let seen: Vec<&str> = if seen.is_empty() {
+        Vec::new()
+    } else {
+        seen.split('.').collect()
+    };
+    rows.iter()
+        .enumerate()
+        .filter(|(i, r)| seen.get(*i) != Some(&r.live.digest.as_str()))
+        .map(|(_, r)| &r.live)
+        .collect()
+}
