@@ -171,8 +171,33 @@ impl Control {
             Permission::View => tx.policy_by_name(name.as_str()).await?,
         }
         .ok_or(ControlError::NotFound("policy"))?;
-        authorised_app(tx, actor, record.spec.owner_app.as_str(), wanted).await?;
-        Ok(record)
+        match authorised_app(tx, actor, record.spec.owner_app.as_str(), wanted).await {
+            Ok(_) => Ok(record),
+            // The members of an application a policy allows may see it: it limits their
+            // keys (and a 429 should not be a mystery to them).
+            Err(ControlError::Forbidden)
+                if wanted == Permission::View
+                    && match &actor.user_id {
+                        Some(user_id) => {
+                            tx.member_of_any(user_id, &record.spec.allowed_apps).await?
+                        }
+                        None => false,
+                    } =>
+            {
+                Ok(record)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The policies of other applications that allow `slug`, for those who may see it.
+    #[tracing::instrument(level = "debug", skip_all, fields(actor = %actor.name, slug = %slug))]
+    pub async fn limits_on_app(&self, actor: &Actor, slug: &str) -> ControlResult<Vec<PolicyView>> {
+        let mut tx = self.store.begin_read().await?;
+        let app = authorised_app(&mut tx, actor, slug, Permission::View).await?;
+        let records = tx.policies_allowing(&app.slug).await?;
+        tx.commit().await?;
+        Ok(records.iter().map(PolicyView::from).collect())
     }
 }
 

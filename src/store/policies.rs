@@ -282,6 +282,51 @@ impl Tx {
         self.fetch_policy(name, "").await
     }
 
+    /// The policies of other applications that allow the application `slug`: limits its
+    /// keys are held to that its own members do not set. By name.
+    #[tracing::instrument(level = "debug", skip_all, fields(slug = %slug))]
+    pub async fn policies_allowing(&mut self, slug: &str) -> StoreResult<Vec<PolicyRecord>> {
+        // allowed_apps holds a JSON array of slugs: LIKE narrows the rows down, the parsed
+        // list decides. '!' escapes LIKE's wildcards alike on every backend.
+        let escaped = slug
+            .replace('!', "!!")
+            .replace('%', "!%")
+            .replace('_', "!_");
+        let rows: Vec<PolicyRow> = sqlx::query_as(self.sql_built(format!(
+            "{SELECT} WHERE a.slug <> ? AND p.allowed_apps LIKE ? ESCAPE '!' ORDER BY p.name"
+        )))
+        .bind(slug)
+        .bind(format!("%\"{escaped}\"%"))
+        .fetch_all(&mut *self.inner)
+        .await?;
+        let records: Vec<PolicyRecord> = rows
+            .into_iter()
+            .map(PolicyRow::parse)
+            .collect::<StoreResult<_>>()?;
+        Ok(records
+            .into_iter()
+            .filter(|r| r.spec.allowed_apps.iter().any(|a| a.as_str() == slug))
+            .collect())
+    }
+
+    /// Whether the user is a member, in any role, of one of the applications `slugs`.
+    #[tracing::instrument(level = "debug", skip_all, fields(slugs = slugs.len()))]
+    pub async fn member_of_any(&mut self, user_id: &str, slugs: &[AppSlug]) -> StoreResult<bool> {
+        if slugs.is_empty() {
+            return Ok(false);
+        }
+        let marks = vec!["?"; slugs.len()].join(", ");
+        let mut query = sqlx::query_scalar::<_, i64>(self.sql_built(format!(
+            "SELECT COUNT(*) FROM memberships m JOIN apps a ON a.id = m.app_id \
+             WHERE m.user_id = ? AND a.slug IN ({marks})"
+        )))
+        .bind(user_id);
+        for slug in slugs {
+            query = query.bind(slug.as_str());
+        }
+        Ok(query.fetch_one(&mut *self.inner).await? > 0)
+    }
+
     async fn fetch_policy(&mut self, name: &str, lock: &str) -> StoreResult<Option<PolicyRecord>> {
         let row: Option<PolicyRow> =
             sqlx::query_as(self.sql_built(format!("{SELECT} WHERE p.name = ?{lock}")))

@@ -19,6 +19,34 @@ use super::policy_table::{PolicyRow, TableQuery, TableView, changed};
 use crate::state::AppState;
 use crate::store::now_ms;
 
+/// A policy of another application that this one's keys are held to.
+pub struct LimitOnApp {
+    pub name: String,
+    pub href: String,
+    pub owner_app: String,
+    pub limit: String,
+    pub max_permits: i64,
+    pub enabled: bool,
+}
+
+impl From<&PolicyView> for LimitOnApp {
+    fn from(p: &PolicyView) -> Self {
+        let scope = match p.scope {
+            crate::domain::Scope::Global => ", shared by every allowed application",
+            crate::domain::Scope::PerApp => ", for each application",
+            crate::domain::Scope::PerKey => ", for each key",
+        };
+        Self {
+            name: p.name.clone(),
+            href: crate::console::format::policy_href(&p.name),
+            owner_app: p.owner_app.clone(),
+            limit: format!("{}{scope}", crate::console::format::readable_limit(p)),
+            max_permits: p.max_permits,
+            enabled: p.enabled,
+        }
+    }
+}
+
 pub struct KeyRow {
     pub id: String,
     pub label: String,
@@ -48,6 +76,8 @@ pub struct AppPage {
     pub total: usize,
     pub matching: usize,
     pub pages: usize,
+    /// Policies of other applications that allow this one.
+    pub limits_on_app: Vec<LimitOnApp>,
     pub keys: Vec<KeyRow>,
     pub new_key: Option<CreatedKey>,
     pub member_form: MemberDraft,
@@ -77,6 +107,7 @@ impl AppPage {
         let actor = &signed_in.actor;
         let app = state.control.get_app(actor, slug).await?;
         let policies = state.control.list_policies(actor, Some(slug)).await?;
+        let limits_on_app = state.control.limits_on_app(actor, slug).await?;
         let (rows, matching, pages) = table_rows(state, &table, &policies).await;
         let now = now_ms();
         let keys = app
@@ -103,6 +134,7 @@ impl AppPage {
             total: policies.len(),
             matching,
             pages,
+            limits_on_app: limits_on_app.iter().map(LimitOnApp::from).collect(),
             keys,
             app,
             new_key: None,

@@ -261,7 +261,13 @@ async fn load(
 ) -> Result<(OverviewPage, StatusCode), ConsoleError> {
     let actor = &signed_in.actor;
     let policy = state.control.get_policy(actor, name).await?;
-    let app = state.control.get_app(actor, &policy.owner_app).await?;
+    // A member of an application the policy allows may see it, but not its owner's
+    // application: then there is nothing to edit.
+    let can_edit = match state.control.get_app(actor, &policy.owner_app).await {
+        Ok(app) => app.may_edit,
+        Err(ControlError::Forbidden) => false,
+        Err(e) => return Err(e.into()),
+    };
     let mut status = StatusCode::OK;
     // One round trip for all the page reads from Redis; a looked-up caller's bucket is a
     // second one, only when asked for.
@@ -332,7 +338,7 @@ async fn load(
     let page = OverviewPage {
         chrome: signed_in.chrome("apps"),
         limit: readable_limit(&policy),
-        can_edit: app.may_edit,
+        can_edit,
         overrides: policy.overrides.iter().map(OverrideRow::from).collect(),
         key,
         bucket,

@@ -22,6 +22,7 @@ mod audit;
 mod csrf;
 mod escaping;
 mod keys;
+mod limits_on_app;
 mod live_state;
 mod not_found;
 mod owner_changes;
