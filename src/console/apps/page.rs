@@ -83,6 +83,9 @@ pub struct KeyRow {
     pub created: String,
     pub last_used: String,
     pub revoked: Option<String>,
+    /// "expires 2030-01-31 18:00 UTC", "expired …", or empty.
+    pub expiry: String,
+    pub expired: bool,
 }
 
 /// What was typed into the add-member form, shown again with its errors.
@@ -100,11 +103,15 @@ pub struct AppPage {
     pub can_edit: bool,
     pub policies: Vec<PolicyRow>,
     pub keys: Vec<KeyRow>,
-    pub new_key: Option<CreatedKey>,
+    /// Keys just made by this session, shown this once (post-redirect-get).
+    pub new_keys: Vec<CreatedKey>,
     pub member_form: MemberDraft,
     pub member_errors: FormErrors,
     pub key_label: String,
+    pub key_expires_at: String,
     pub key_errors: FormErrors,
+    pub settings: super::settings::SettingsDraft,
+    pub settings_errors: FormErrors,
 }
 
 impl AppPage {
@@ -133,8 +140,11 @@ impl AppPage {
                     .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
                     .map_or("never".to_owned(), |t| ago(t.timestamp_millis(), now)),
                 revoked: k.revoked_at.as_deref().map(short_time),
+                expiry: super::keys::expiry_text(k.expires_at.as_deref(), now),
+                expired: super::keys::has_expired(k.expires_at.as_deref(), now),
             })
             .collect();
+        let settings = super::settings::SettingsDraft::of(&app.app);
         Ok(Self {
             chrome: signed_in.chrome("apps"),
             can_edit: app.may_edit,
@@ -144,11 +154,14 @@ impl AppPage {
                 .collect(),
             keys,
             app,
-            new_key: None,
+            new_keys: Vec::new(),
             member_form: MemberDraft::default(),
             member_errors: FormErrors::default(),
             key_label: String::new(),
+            key_expires_at: String::new(),
             key_errors: FormErrors::default(),
+            settings,
+            settings_errors: FormErrors::default(),
         })
     }
 }
@@ -173,7 +186,12 @@ pub async fn show(
 ) -> Result<HttpResponse, ConsoleError> {
     let mut page = AppPage::load(&state, &signed_in, &slug).await?;
     page.chrome = page.chrome.with_notice(&notice);
-    render(&page)
+    page.new_keys = super::keys::revealed_keys(&state, &signed_in, &slug).await?;
+    let mut response = render(&page)?;
+    if !page.new_keys.is_empty() {
+        super::keys::no_store(&mut response);
+    }
+    Ok(response)
 }
 
 /// `GET /apps/{slug}/live`: the live state of its policies, for the page's script.
