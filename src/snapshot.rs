@@ -17,6 +17,9 @@ use crate::store::{KeyGrant, PolicyRecord};
 pub struct KeyEntry {
     pub key_id: String,
     pub app: AppSlug,
+    /// When the key stops working (Unix ms), if ever: checked on each acquire against
+    /// this instance's clock, so an expiry needs no reload to take effect.
+    pub expires_ms: Option<i64>,
     /// Unix ms of the last acquire with this key, 0 if none since loaded; written on the
     /// hot path without a lock, flushed to SQL by the sync task.
     pub last_used_ms: AtomicI64,
@@ -33,6 +36,13 @@ pub struct PolicyEntry {
     pub allowed_apps: Vec<AppSlug>,
     /// A keyed policy's other limits, by caller (app slug or key).
     pub overrides: HashMap<String, BucketLimits>,
+}
+
+impl KeyEntry {
+    /// Whether the key has expired at `now_ms`.
+    pub fn expired_at(&self, now_ms: i64) -> bool {
+        self.expires_ms.is_some_and(|at| at <= now_ms)
+    }
 }
 
 impl PolicyEntry {
@@ -120,6 +130,7 @@ impl Snapshot {
             let entry = KeyEntry {
                 key_id: grant.key_id,
                 app,
+                expires_ms: grant.expires_ms,
                 last_used_ms: AtomicI64::new(used),
             };
             next.insert(grant.key_hash, Arc::new(entry));

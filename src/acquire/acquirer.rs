@@ -16,7 +16,7 @@ use crate::snapshot::{KeyEntry, PolicyEntry, Snapshot};
 use crate::telemetry::Metrics;
 
 use super::caller::{Partition, partition_of};
-use super::outcome::{Acquired, Decided, Outcome, Refusal};
+use super::outcome::{Acquired, Decided, KeyRefused, Outcome, Refusal};
 use super::{CachedDenial, DecisionCounts, DenialCache, TopKeys};
 
 /// One HTTP worker's acquire path: it holds that worker's own Redis connection, so an
@@ -70,12 +70,18 @@ impl Acquirer {
     }
 
     /// The live API key a client presented, marked as used now (the sync task records
-    /// the time in SQL).
-    pub fn client(&self, presented: &str) -> Option<Arc<KeyEntry>> {
-        let key = self.snapshot.key(&hash_secret(presented))?;
-        key.last_used_ms
-            .store(chrono::Utc::now().timestamp_millis(), Ordering::Relaxed);
-        Some(key)
+    /// the time in SQL). An expired key is refused with when it expired.
+    pub fn client(&self, presented: &str) -> Result<Arc<KeyEntry>, KeyRefused> {
+        let key = self
+            .snapshot
+            .key(&hash_secret(presented))
+            .ok_or(KeyRefused::Unknown)?;
+        let now = chrono::Utc::now().timestamp_millis();
+        if let Some(at) = key.expires_ms.filter(|_| key.expired_at(now)) {
+            return Err(KeyRefused::Expired { at_ms: at });
+        }
+        key.last_used_ms.store(now, Ordering::Relaxed);
+        Ok(key)
     }
 
     /// Decides whether `app` may take `permits` of policy `name` now (of the bucket of

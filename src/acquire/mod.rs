@@ -12,5 +12,5 @@ pub use acquirer::Acquirer;
 pub use caller::{Partition, partition_of};
 pub use decision_counts::{DecisionCounts, run_flusher, unix_minute_now};
 pub use denials::{CachedDenial, DenialCache};
-pub use outcome::{Acquired, Decided, Outcome, Refusal};
+pub use outcome::{Acquired, Decided, KeyRefused, Outcome, Refusal};
 pub use top_keys::{SKETCH_SIZE, TakenTop, TopKeys, TopKeysRegistry};

@@ -55,3 +55,12 @@ pub struct Acquired {
     pub outcome: Outcome,
     pub partition: Option<super::Partition>,
 }
+
+/// Why a presented API key opens nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyRefused {
+    /// No live key has this text (never made, revoked, or its application deleted).
+    Unknown,
+    /// The key expired at this Unix ms.
+    Expired { at_ms: i64 },
+}

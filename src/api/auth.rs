@@ -9,8 +9,9 @@ use actix_web::{FromRequest, HttpRequest, web};
 use futures_util::future::{LocalBoxFuture, Ready, ready};
 
 use super::problem::Problem;
-use crate::acquire::Acquirer;
+use crate::acquire::{Acquirer, KeyRefused};
 use crate::auth::Actor;
+use crate::control::rfc3339;
 use crate::snapshot::KeyEntry;
 use crate::state::AppState;
 
@@ -44,7 +45,13 @@ fn api_client(req: &HttpRequest) -> Result<ApiClient, Problem> {
     acquirer
         .client(presented)
         .map(ApiClient)
-        .ok_or_else(|| Problem::unauthorized("unknown or revoked API key"))
+        .map_err(|refused| match refused {
+            KeyRefused::Unknown => Problem::unauthorized("unknown or revoked API key"),
+            KeyRefused::Expired { at_ms } => Problem::unauthorized(format!(
+                "this API key expired at {}; use its replacement or make a new one",
+                rfc3339(at_ms)
+            )),
+        })
 }
 
 /// The user behind the request's personal access token; 401 without a live one.

@@ -151,6 +151,18 @@ impl From<ControlError> for Problem {
             ControlError::Conflict(detail) => {
                 Self::new(StatusCode::CONFLICT, "conflict", "Conflict", detail)
             }
+            e @ ControlError::LastOwner { .. } => Self::new(
+                StatusCode::CONFLICT,
+                "last-owner",
+                "Last owner",
+                e.to_string(),
+            ),
+            e @ ControlError::OwnsPolicies { .. } => Self::new(
+                StatusCode::CONFLICT,
+                "app-owns-policies",
+                "Application owns policies",
+                e.to_string(),
+            ),
             ControlError::VersionConflict { current } => {
                 let mut p = Self::new(
                     StatusCode::CONFLICT,

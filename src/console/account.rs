@@ -1,4 +1,6 @@
-//! The signed-in user's own account: who they are, their applications, their password.
+//! The signed-in user's own account: who they are, their applications, their password,
+//! and their personal access tokens for the admin API (made here or by the CLI; a new
+//! token's text reaches this page once, through a one-time flash: post-redirect-get).
 
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, web};
@@ -7,13 +9,15 @@ use secrecy::{ExposeSecret, SecretString};
 use serde::Deserialize;
 
 use super::error::ConsoleError;
+use super::format::{ago, short_time};
 use super::forms::FormErrors;
 use super::page::{Chrome, Notice};
 use super::session::SignedIn;
 use super::{render, render_status, see_other};
-use crate::control::{AppView, ControlError};
+use crate::control::{AppView, ControlError, Reveal, Revealed, TokenInput, rfc3339};
 use crate::domain::FieldErrors;
 use crate::state::AppState;
+use crate::store::now_ms;
 
 #[derive(Template)]
 #[template(path = "account.html")]
@@ -23,7 +27,30 @@ struct AccountPage {
     is_admin: bool,
     apps: Vec<AppView>,
     errors: FormErrors,
+    tokens: Vec<TokenRow>,
+    /// Tokens just made by this session, shown this once: (label, text).
+    new_tokens: Vec<(String, String)>,
+    token_label: String,
+    token_errors: FormErrors,
 }
+
+struct TokenRow {
+    id: String,
+    label: String,
+    created: String,
+    last_used: String,
+}
+
+#[derive(Deserialize)]
+pub struct TokenForm {
+    #[serde(default)]
+    label: String,
+    #[serde(default)]
+    csrf: SecretString,
+}
+
+/// Where a new token is shown.
+const ACCOUNT_PAGE: &str = "/account";
 
 #[derive(Deserialize)]
 pub struct PasswordForm {
@@ -42,12 +69,29 @@ async fn page(
     signed_in: &SignedIn,
     errors: FormErrors,
 ) -> Result<AccountPage, ConsoleError> {
+    let now = now_ms();
+    let tokens = state
+        .control
+        .list_own_tokens(&signed_in.actor)
+        .await?
+        .into_iter()
+        .map(|t| TokenRow {
+            id: t.id,
+            label: t.label,
+            created: short_time(&rfc3339(t.created_ms)),
+            last_used: t.last_used_ms.map_or("never".to_owned(), |at| ago(at, now)),
+        })
+        .collect();
     Ok(AccountPage {
         chrome: signed_in.chrome("account"),
         username: signed_in.actor.name.clone(),
         is_admin: signed_in.actor.is_admin,
         apps: state.control.list_apps(&signed_in.actor).await?,
         errors,
+        tokens,
+        new_tokens: Vec::new(),
+        token_label: String::new(),
+        token_errors: FormErrors::default(),
     })
 }
 
@@ -58,7 +102,67 @@ pub async fn show(
 ) -> Result<HttpResponse, ConsoleError> {
     let mut page = page(&state, &signed_in, FormErrors::default()).await?;
     page.chrome = page.chrome.with_notice(&notice);
-    render(&page)
+    page.new_tokens = state
+        .control
+        .take_revealed(&signed_in.token, ACCOUNT_PAGE)
+        .await?
+        .into_iter()
+        .filter_map(|r| match r {
+            Revealed::AccessToken { label, token, .. } => Some((label, token)),
+            Revealed::ApiKey { .. } => None,
+        })
+        .collect();
+    let mut response = render(&page)?;
+    if !page.new_tokens.is_empty() {
+        super::apps::keys::no_store(&mut response);
+    }
+    Ok(response)
+}
+
+/// `POST /account/tokens`: 303 to the account page, which shows the token once.
+pub async fn create_token(
+    state: web::Data<AppState>,
+    signed_in: SignedIn,
+    form: web::Form<TokenForm>,
+) -> Result<HttpResponse, ConsoleError> {
+    signed_in.check_csrf(&form.csrf)?;
+    let form = form.into_inner();
+    let input = TokenInput {
+        label: Some(form.label.clone()),
+    };
+    let reveal = Reveal::OnPage {
+        session: &signed_in.token,
+        page: ACCOUNT_PAGE,
+    };
+    match state
+        .control
+        .create_own_token(&signed_in.actor, input, reveal)
+        .await
+    {
+        Ok(_) => Ok(see_other("/account#new-token")),
+        Err(ControlError::Invalid(errors)) => {
+            let mut page = page(&state, &signed_in, FormErrors::default()).await?;
+            page.token_label = form.label;
+            page.token_errors = FormErrors::from_fields(&errors);
+            render_status(&page, StatusCode::UNPROCESSABLE_ENTITY)
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// `POST /account/tokens/{id}/revoke`
+pub async fn revoke_token(
+    state: web::Data<AppState>,
+    signed_in: SignedIn,
+    id: web::Path<String>,
+    form: web::Form<super::login::CsrfForm>,
+) -> Result<HttpResponse, ConsoleError> {
+    signed_in.check_csrf(&form.csrf)?;
+    state
+        .control
+        .revoke_own_token(&signed_in.actor, &id)
+        .await?;
+    Ok(see_other("/account?done=token-revoked#tokens"))
 }
 
 pub async fn change_password(

@@ -61,6 +61,9 @@ impl From<ControlError> for ConsoleError {
                     .join("; "),
             ),
             ControlError::Conflict(message) => Self::Conflict(message),
+            e @ (ControlError::LastOwner { .. } | ControlError::OwnsPolicies { .. }) => {
+                Self::Conflict(e.to_string())
+            }
             ControlError::VersionConflict { current } => Self::Conflict(format!(
                 "the policy was changed meanwhile; its version is now {current}"
             )),

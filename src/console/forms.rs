@@ -59,3 +59,36 @@ impl FormErrors {
             .collect()
     }
 }
+
+/// A `datetime-local` field's value ("2030-01-31T18:00", read as UTC: the form says so)
+/// as RFC 3339; `None` when left empty. Anything else is passed on as typed, for the
+/// control layer to refuse naming the field.
+pub fn utc_date_time(value: &str) -> Option<String> {
+    let value = value.trim();
+    if value.is_empty() {
+        return None;
+    }
+    ["%Y-%m-%dT%H:%M", "%Y-%m-%dT%H:%M:%S"]
+        .iter()
+        .find_map(|format| chrono::NaiveDateTime::parse_from_str(value, format).ok())
+        .map(|t| {
+            t.and_utc()
+                .to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+        })
+        .or_else(|| Some(value.to_owned()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_local_date_time_is_read_as_utc() {
+        assert_eq!(
+            utc_date_time("2030-01-31T18:00").as_deref(),
+            Some("2030-01-31T18:00:00Z")
+        );
+        assert_eq!(utc_date_time(" "), None);
+        assert_eq!(utc_date_time("soon").as_deref(), Some("soon"));
+    }
+}

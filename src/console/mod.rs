@@ -53,6 +53,18 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
             .route("/apps", web::post().to(apps::list::create))
             .route("/apps/{slug}", web::get().to(apps::page::show))
             .route("/apps/{slug}/live", web::get().to(apps::page::live))
+            .route(
+                "/apps/{slug}/settings",
+                web::post().to(apps::settings::save),
+            )
+            .route(
+                "/apps/{slug}/delete",
+                web::get().to(apps::settings::confirm),
+            )
+            .route(
+                "/apps/{slug}/delete",
+                web::post().to(apps::settings::delete),
+            )
             .route("/apps/{slug}/members", web::post().to(apps::members::save))
             .route(
                 "/apps/{slug}/members/{username}/remove",
@@ -62,6 +74,10 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
             .route(
                 "/apps/{slug}/keys/{id}/revoke",
                 web::post().to(apps::keys::revoke),
+            )
+            .route(
+                "/apps/{slug}/keys/{id}/rotate",
+                web::post().to(apps::keys::rotate),
             )
             .route("/apps/{slug}/policies/new", web::get().to(policies::new))
             .service(
@@ -105,6 +121,11 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
             .route(
                 "/account/password",
                 web::post().to(account::change_password),
+            )
+            .route("/account/tokens", web::post().to(account::create_token))
+            .route(
+                "/account/tokens/{id}/revoke",
+                web::post().to(account::revoke_token),
             )
             .route("/audit", web::get().to(audit::list)),
     );

@@ -60,6 +60,10 @@ impl Notice {
     pub fn message(&self) -> Option<&'static str> {
         Some(match self.done.as_deref()? {
             "app-created" => "Application created.",
+            "app-updated" => "Application saved.",
+            "app-deleted" => "Application deleted, with its keys and memberships.",
+            "key-rotated" => "Key rotated. The old key works until the time its row shows.",
+            "token-revoked" => "Token revoked. It stopped working at once.",
             "policy-created" => "Policy created. Redis has it already.",
             "policy-updated" => "Policy saved.",
             "policy-deleted" => "Policy deleted, and its bucket removed from Redis.",

@@ -23,6 +23,32 @@ pub struct AppInput {
 pub struct KeyInput {
     #[serde(default, deserialize_with = "not_null")]
     pub label: Option<String>,
+    /// When the key stops working by itself (RFC 3339 date-time, in the future); never
+    /// when left out.
+    #[serde(default, deserialize_with = "not_null")]
+    pub expires_at: Option<String>,
+}
+
+/// A rotation: a new key with the old one's label, the old one kept working for a while.
+#[derive(Debug, Default, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RotateInput {
+    /// Until when the old key keeps working: an RFC 3339 date-time, or `"now"`; 24 hours
+    /// from now when left out. An old key that expires sooner keeps its expiry.
+    #[serde(default, deserialize_with = "not_null")]
+    pub old_key_expires_at: Option<String>,
+    /// When the new key stops working by itself (RFC 3339, in the future); never when
+    /// left out.
+    #[serde(default, deserialize_with = "not_null")]
+    pub expires_at: Option<String>,
+}
+
+/// A personal access token to make for oneself.
+#[derive(Debug, Default, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TokenInput {
+    #[serde(default, deserialize_with = "not_null")]
+    pub label: Option<String>,
 }
 
 #[derive(Debug, Default, Clone, Deserialize, ToSchema)]
@@ -95,6 +121,18 @@ pub struct OverrideInput {
     pub window_ms: Option<i64>,
     #[serde(default, deserialize_with = "not_null")]
     pub lease_ttl_ms: Option<i64>,
+}
+
+/// An RFC 3339 date-time as Unix ms.
+pub fn date_time(field: &str, value: &str) -> Result<i64, FieldError> {
+    chrono::DateTime::parse_from_rfc3339(value.trim())
+        .map(|t| t.timestamp_millis())
+        .map_err(|_| {
+            FieldError::new(
+                field,
+                "must be a date-time such as 2030-01-31T18:00:00Z (RFC 3339)",
+            )
+        })
 }
 
 /// A required field's value, or an error naming it.

@@ -2,32 +2,137 @@ use serde_json::json;
 
 use crate::auth::{Actor, Permission, Secret, SecretKind};
 use crate::domain::FieldErrors;
-use crate::store::AuditEntry;
+use crate::store::{AuditEntry, now_ms};
 
-use super::inputs::{KeyInput, required, text};
-use super::{ApiKeyView, Control, ControlError, ControlResult, CreatedKey, authorised_app};
+use super::inputs::{KeyInput, RotateInput, date_time, required, text};
+use super::reveal::{Reveal, Revealed};
+use super::views::rfc3339;
+use super::{
+    ApiKeyView, Control, ControlError, ControlResult, CreatedKey, RotatedKey, authorised_app,
+};
+
+/// How long a rotated key keeps working when the rotation does not say.
+pub const DEFAULT_OLD_KEY_GRACE_MS: i64 = 24 * 60 * 60 * 1000;
+
+/// An optional expiry for a new key: in the future, or it would be born dead.
+fn new_key_expiry(errors: &mut FieldErrors, value: Option<&str>) -> Option<i64> {
+    let at = errors.check(date_time("expires_at", value?))?;
+    if at <= now_ms() {
+        errors.push("expires_at", "must be in the future");
+        return None;
+    }
+    Some(at)
+}
 
 impl Control {
-    /// A new API key for the application; its text is in the reply and nowhere else.
+    /// A new API key for the application; its text is in the reply (or on the next page,
+    /// see [`Reveal`]) and nowhere else.
     #[tracing::instrument(skip_all, fields(actor = %actor.name, slug = %slug))]
     pub async fn create_key(
         &self,
         actor: &Actor,
         slug: &str,
         input: KeyInput,
+        reveal: Reveal<'_>,
     ) -> ControlResult<CreatedKey> {
         let mut errors = FieldErrors::default();
         let label = required(&mut errors, "label", &input.label)
             .and_then(|l| errors.check(text("label", &l, 200)));
+        let expires_ms = new_key_expiry(&mut errors, input.expires_at.as_deref());
+        errors.clone().into_result()?;
         let Some(label) = label else {
             return Err(ControlError::Invalid(errors));
         };
 
-        let secret = Secret::generate(SecretKind::ApiKey);
         let mut tx = self.store.begin().await?;
         let app = authorised_app(&mut tx, actor, slug, Permission::Edit).await?;
+        let created = self
+            .insert_key(&mut tx, actor, &app, &label, expires_ms, reveal)
+            .await?;
+        tx.commit().await?;
+        self.reload_keys().await;
+        Ok(created)
+    }
+
+    /// Rotation: a new key with the old one's label, and the old one kept working until
+    /// `old_key_expires_at` (24 hours by default; `"now"` ends it at once), so clients
+    /// can move over without an outage. One audit event names both keys.
+    #[tracing::instrument(skip_all, fields(actor = %actor.name, slug = %slug, key_id = %key_id))]
+    pub async fn rotate_key(
+        &self,
+        actor: &Actor,
+        slug: &str,
+        key_id: &str,
+        input: RotateInput,
+        reveal: Reveal<'_>,
+    ) -> ControlResult<RotatedKey> {
+        let now = now_ms();
+        let mut errors = FieldErrors::default();
+        let old_until = match input.old_key_expires_at.as_deref().map(str::trim) {
+            None => Some(now + DEFAULT_OLD_KEY_GRACE_MS),
+            Some("now") => Some(now),
+            // A time already past means the same as "now": the old key stops at once.
+            Some(at) => errors.check(date_time("old_key_expires_at", at).map(|t| t.max(now))),
+        };
+        let expires_ms = new_key_expiry(&mut errors, input.expires_at.as_deref());
+        errors.clone().into_result()?;
+        let Some(old_until) = old_until else {
+            return Err(ControlError::Invalid(errors));
+        };
+
+        let mut tx = self.store.begin().await?;
+        let app = authorised_app(&mut tx, actor, slug, Permission::Edit).await?;
+        let old = match valid_key_id(key_id) {
+            true => tx.live_api_key(&app.id, key_id).await?,
+            false => None,
+        };
+        let mut old = old.ok_or(ControlError::NotFound("api key"))?;
+        if old.expires_ms.is_some_and(|at| at <= now) {
+            return Err(ControlError::Conflict(format!(
+                "key {:?} has expired; create a new key instead",
+                old.label
+            )));
+        }
+        // An old key that was to expire sooner keeps its own expiry.
+        let old_until = old.expires_ms.map_or(old_until, |at| at.min(old_until));
+        tx.set_api_key_expiry(&old.id, old_until).await?;
+        let before = ApiKeyView::from(&old);
+        old.expires_ms = Some(old_until);
+        let label = old.label.clone();
+        let new_key = self
+            .insert_key(&mut tx, actor, &app, &label, expires_ms, reveal)
+            .await?;
+        tx.record_audit(AuditEntry {
+            actor: &actor.name,
+            app_slug: Some(&app.slug),
+            entity_type: "api_key",
+            entity_id: &old.id,
+            action: "rotate",
+            before: Some(json!(before)),
+            after: Some(json!({"old_key": ApiKeyView::from(&old), "new_key_id": new_key.id})),
+        })
+        .await?;
+        tx.commit().await?;
+        self.reload_keys().await;
+        Ok(RotatedKey {
+            new_key,
+            old_key: ApiKeyView::from(&old),
+        })
+    }
+
+    /// Stores a new key of `app` (with its audit event) in `tx`.
+    async fn insert_key(
+        &self,
+        tx: &mut crate::store::Tx,
+        actor: &Actor,
+        app: &crate::store::AppRecord,
+        label: &str,
+        expires_ms: Option<i64>,
+        reveal: Reveal<'_>,
+    ) -> ControlResult<CreatedKey> {
+        let secret = Secret::generate(SecretKind::ApiKey);
         let record = tx
-            .insert_api_key(&app.id, &label, &secret.hash, &actor.name)
+            .insert_api_key(&app.id, label, &secret.hash, &actor.name, expires_ms)
             .await?;
         tx.record_audit(AuditEntry {
             actor: &actor.name,
@@ -39,13 +144,24 @@ impl Control {
             after: Some(json!(ApiKeyView::from(&record))),
         })
         .await?;
-        tx.commit().await?;
-        self.reload_keys().await;
-        Ok(CreatedKey {
+        let created = CreatedKey {
             id: record.id,
             label: record.label,
             key: secret.expose().to_owned(),
-        })
+            expires_at: record.expires_ms.map(rfc3339),
+        };
+        reveal
+            .keep(
+                tx,
+                &Revealed::ApiKey {
+                    id: created.id.clone(),
+                    label: created.label.clone(),
+                    key: created.key.clone(),
+                    expires_at: created.expires_at.clone(),
+                },
+            )
+            .await?;
+        Ok(created)
     }
 
     /// Revokes a key; it stops working on this instance at once, on others by the next
@@ -54,8 +170,7 @@ impl Control {
     pub async fn revoke_key(&self, actor: &Actor, slug: &str, key_id: &str) -> ControlResult<()> {
         let mut tx = self.store.begin().await?;
         let app = authorised_app(&mut tx, actor, slug, Permission::Edit).await?;
-        // Ids are 16 hex characters; anything else names no key.
-        if key_id.len() != 16 || !key_id.bytes().all(|b| b.is_ascii_hexdigit()) {
+        if !valid_key_id(key_id) {
             return Err(ControlError::NotFound("api key"));
         }
         let before = tx
@@ -77,9 +192,14 @@ impl Control {
         Ok(())
     }
 
-    async fn reload_keys(&self) {
+    pub(super) async fn reload_keys(&self) {
         if let Err(e) = self.sync.keys_changed().await {
             tracing::warn!(error = %e, "reloading api keys failed; reconcile will retry");
         }
     }
+}
+
+/// Ids are 16 hex characters; anything else names no key (and never reaches SQL).
+fn valid_key_id(key_id: &str) -> bool {
+    key_id.len() == 16 && key_id.bytes().all(|b| b.is_ascii_hexdigit())
 }

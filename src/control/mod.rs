@@ -4,6 +4,7 @@
 //! set of rules serves them all. Handlers parse and render; the decisions are here.
 
 mod accounts;
+mod app_lifecycle;
 mod apps;
 mod audit;
 mod buckets;
@@ -14,15 +15,23 @@ mod members;
 mod overrides;
 mod policies;
 mod policy_spec;
+mod reveal;
+mod tokens;
 mod users;
 mod views;
 
 pub use accounts::{NewSession, SESSION_LIFETIME_MS, UserFlags};
 pub use buckets::{TOP_MAX_MINUTES, TopCallers};
-pub use inputs::{AppInput, KeyInput, MemberInput, OverrideInput, PolicyInput, not_null};
+pub use inputs::{
+    AppInput, KeyInput, MemberInput, OverrideInput, PolicyInput, RotateInput, TokenInput, not_null,
+};
+pub use keys::DEFAULT_OLD_KEY_GRACE_MS;
 pub use live::{ACTIVITY_MINUTES, LivePolicy, TOP_SPANS};
+pub use members::Ownerless;
+pub use reveal::{Reveal, Revealed};
 pub use views::{
     ApiKeyView, AppDetail, AppView, AuditView, CreatedKey, MemberView, OverrideView, PolicyView,
+    RotatedKey, rfc3339,
 };
 
 use crate::auth::{Actor, Permission};
@@ -41,6 +50,13 @@ pub enum ControlError {
     Invalid(FieldErrors),
     #[error("{0}")]
     Conflict(String),
+    /// The change would leave the application without an owner; `admin`: the actor is
+    /// an admin, who may confirm it.
+    #[error("this would leave {app} without an owner: make someone else owner first")]
+    LastOwner { app: String, admin: bool },
+    /// The application still owns policies, so it cannot be deleted.
+    #[error("{app} owns {count} policies; delete them first (they are listed on its page)")]
+    OwnsPolicies { app: String, count: i64 },
     #[error("the policy was changed meanwhile; its version is now {current}")]
     VersionConflict { current: i64 },
     #[error("redis is unavailable")]

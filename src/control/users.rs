@@ -3,7 +3,7 @@ use serde_json::json;
 
 use crate::auth::{Actor, Secret, SecretKind, hash_password};
 use crate::domain::{FieldError, Username};
-use crate::store::{AuditEntry, StoreError, UserRecord};
+use crate::store::{AuditEntry, StoreError, Tx, UserRecord};
 
 use super::{Control, ControlError, ControlResult};
 
@@ -69,36 +69,10 @@ impl Control {
         username: &str,
         label: &str,
     ) -> ControlResult<SecretString> {
-        let username = Username::parse(username).map_err(|_| ControlError::NotFound("user"))?;
         let mut tx = self.store.begin().await?;
-        let user = tx
-            .user_by_name(username.as_str())
-            .await?
-            .ok_or(ControlError::NotFound("user"))?;
-        if !actor.is_admin && actor.user_id.as_deref() != Some(&user.id) {
-            return Err(ControlError::Forbidden);
-        }
-        if user.is_disabled() {
-            return Err(ControlError::Conflict(format!(
-                "user {username} is disabled"
-            )));
-        }
-        let secret = Secret::generate(SecretKind::AccessToken);
-        let token_id = tx
-            .insert_access_token(&user.id, label, &secret.hash)
-            .await?;
-        tx.record_audit(AuditEntry {
-            actor: &actor.name,
-            app_slug: None,
-            entity_type: "access_token",
-            entity_id: &token_id,
-            action: "create",
-            before: None,
-            after: Some(json!({"user": user.username, "label": label})),
-        })
-        .await?;
+        let (_, secret) = insert_token(&mut tx, actor, username, label).await?;
         tx.commit().await?;
-        Ok(secret.plain)
+        Ok(secret)
     }
 
     /// The user a presented access token belongs to, if it is live and the user enabled.
@@ -133,4 +107,41 @@ impl Control {
             Err(e) => Err(e),
         }
     }
+}
+
+/// A new token for `username` in `tx`, with its audit event: its id and text.
+pub(super) async fn insert_token(
+    tx: &mut Tx,
+    actor: &Actor,
+    username: &str,
+    label: &str,
+) -> ControlResult<(String, SecretString)> {
+    let username = Username::parse(username).map_err(|_| ControlError::NotFound("user"))?;
+    let user = tx
+        .user_by_name(username.as_str())
+        .await?
+        .ok_or(ControlError::NotFound("user"))?;
+    if !actor.is_admin && actor.user_id.as_deref() != Some(&user.id) {
+        return Err(ControlError::Forbidden);
+    }
+    if user.is_disabled() {
+        return Err(ControlError::Conflict(format!(
+            "user {username} is disabled"
+        )));
+    }
+    let secret = Secret::generate(SecretKind::AccessToken);
+    let token_id = tx
+        .insert_access_token(&user.id, label, &secret.hash)
+        .await?;
+    tx.record_audit(AuditEntry {
+        actor: &actor.name,
+        app_slug: None,
+        entity_type: "access_token",
+        entity_id: &token_id,
+        action: "create",
+        before: None,
+        after: Some(json!({"user": user.username, "label": label})),
+    })
+    .await?;
+    Ok((token_id, secret.plain))
 }

@@ -55,6 +55,8 @@ pub struct ApiKeyView {
     pub created_at: String,
     pub last_used_at: Option<String>,
     pub revoked_at: Option<String>,
+    /// When it stops working by itself, if ever (a time in the past: it has expired).
+    pub expires_at: Option<String>,
 }
 
 impl From<&ApiKeyRecord> for ApiKeyView {
@@ -66,6 +68,7 @@ impl From<&ApiKeyRecord> for ApiKeyView {
             created_at: rfc3339(r.created_ms),
             last_used_at: r.last_used_ms.map(rfc3339),
             revoked_at: r.revoked_ms.map(rfc3339),
+            expires_at: r.expires_ms.map(rfc3339),
         }
     }
 }
@@ -91,6 +94,17 @@ pub struct CreatedKey {
     pub id: String,
     pub label: String,
     pub key: String,
+    /// When it stops working by itself, if ever.
+    pub expires_at: Option<String>,
+}
+
+/// A rotated key: the new one (its text shown this once) and the old one, which works
+/// until its `expires_at`.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct RotatedKey {
+    #[serde(flatten)]
+    pub new_key: CreatedKey,
+    pub old_key: ApiKeyView,
 }
 
 impl std::fmt::Debug for CreatedKey {
@@ -223,6 +237,7 @@ mod tests {
             id: "0123456789abcdef".into(),
             label: "checkout".into(),
             key: "rk_key_secret-text".into(),
+            expires_at: None,
         };
         let logged = format!("{created:?}");
         assert!(!logged.contains("secret-text") && logged.contains("checkout"));

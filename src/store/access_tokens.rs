@@ -1,5 +1,14 @@
 use super::{StoreResult, Tx, UserRecord, new_id, now_ms};
 
+/// A personal access token as its owner sees it listed: never the token itself.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct AccessTokenRecord {
+    pub id: String,
+    pub label: String,
+    pub created_ms: i64,
+    pub last_used_ms: Option<i64>,
+}
+
 /// The user behind a personal access token.
 #[derive(Debug, Clone)]
 pub struct TokenOwner {
@@ -76,5 +85,46 @@ impl Tx {
                 created_ms: row.created_ms,
             },
         }))
+    }
+
+    /// A user's live tokens, oldest first.
+    #[tracing::instrument(level = "debug", skip_all, fields(user_id = %user_id))]
+    pub async fn list_access_tokens(
+        &mut self,
+        user_id: &str,
+    ) -> StoreResult<Vec<AccessTokenRecord>> {
+        Ok(sqlx::query_as(self.sql(
+            "SELECT id, label, created_ms, last_used_ms FROM access_tokens \
+             WHERE user_id = ? AND revoked_ms IS NULL ORDER BY created_ms, id",
+        ))
+        .bind(user_id)
+        .fetch_all(&mut *self.inner)
+        .await?)
+    }
+
+    /// Revokes a live token of the user; returns it as it was, `None` if the user has
+    /// no such live token.
+    #[tracing::instrument(level = "debug", skip_all, fields(user_id = %user_id, token_id = %token_id))]
+    pub async fn revoke_access_token(
+        &mut self,
+        user_id: &str,
+        token_id: &str,
+    ) -> StoreResult<Option<AccessTokenRecord>> {
+        let before: Option<AccessTokenRecord> = sqlx::query_as(self.sql(
+            "SELECT id, label, created_ms, last_used_ms FROM access_tokens \
+             WHERE user_id = ? AND id = ? AND revoked_ms IS NULL",
+        ))
+        .bind(user_id)
+        .bind(token_id)
+        .fetch_optional(&mut *self.inner)
+        .await?;
+        if before.is_some() {
+            sqlx::query(self.sql("UPDATE access_tokens SET revoked_ms = ? WHERE id = ?"))
+                .bind(now_ms())
+                .bind(token_id)
+                .execute(&mut *self.inner)
+                .await?;
+        }
+        Ok(before)
     }
 }

@@ -11,6 +11,8 @@ pub struct ApiKeyRecord {
     pub created_ms: i64,
     pub last_used_ms: Option<i64>,
     pub revoked_ms: Option<i64>,
+    /// When it stops working by itself (Unix ms), if ever.
+    pub expires_ms: Option<i64>,
 }
 
 /// What the acquire path needs to know of a live key, loaded into memory by the sync task.
@@ -19,6 +21,7 @@ pub struct KeyGrant {
     pub key_hash: String,
     pub key_id: String,
     pub app_slug: String,
+    pub expires_ms: Option<i64>,
 }
 
 impl Tx {
@@ -29,6 +32,7 @@ impl Tx {
         label: &str,
         key_hash: &str,
         created_by: &str,
+        expires_ms: Option<i64>,
     ) -> StoreResult<ApiKeyRecord> {
         let record = ApiKeyRecord {
             id: new_id(),
@@ -37,10 +41,11 @@ impl Tx {
             created_ms: now_ms(),
             last_used_ms: None,
             revoked_ms: None,
+            expires_ms,
         };
         sqlx::query(self.sql(
-            "INSERT INTO api_keys (id, app_id, label, key_hash, created_by, created_ms) \
-             VALUES (?, ?, ?, ?, ?, ?)",
+            "INSERT INTO api_keys (id, app_id, label, key_hash, created_by, created_ms, \
+             expires_ms) VALUES (?, ?, ?, ?, ?, ?, ?)",
         ))
         .bind(&record.id)
         .bind(app_id)
@@ -48,6 +53,7 @@ impl Tx {
         .bind(key_hash)
         .bind(&record.created_by)
         .bind(record.created_ms)
+        .bind(record.expires_ms)
         .execute(&mut *self.inner)
         .await?;
         Ok(record)
@@ -61,14 +67,7 @@ impl Tx {
         app_id: &str,
         key_id: &str,
     ) -> StoreResult<Option<ApiKeyRecord>> {
-        let before: Option<ApiKeyRecord> = sqlx::query_as(self.sql(
-            "SELECT id, label, created_by, created_ms, last_used_ms, revoked_ms FROM api_keys \
-             WHERE app_id = ? AND id = ? AND revoked_ms IS NULL",
-        ))
-        .bind(app_id)
-        .bind(key_id)
-        .fetch_optional(&mut *self.inner)
-        .await?;
+        let before = self.live_api_key(app_id, key_id).await?;
         if before.is_some() {
             sqlx::query(self.sql("UPDATE api_keys SET revoked_ms = ? WHERE id = ?"))
                 .bind(now_ms())
@@ -79,11 +78,39 @@ impl Tx {
         Ok(before)
     }
 
+    /// A key of the application that is not revoked (it may have expired).
+    #[tracing::instrument(level = "debug", skip_all, fields(app_id = %app_id, key_id = %key_id))]
+    pub async fn live_api_key(
+        &mut self,
+        app_id: &str,
+        key_id: &str,
+    ) -> StoreResult<Option<ApiKeyRecord>> {
+        Ok(sqlx::query_as(self.sql(
+            "SELECT id, label, created_by, created_ms, last_used_ms, revoked_ms, expires_ms \
+             FROM api_keys WHERE app_id = ? AND id = ? AND revoked_ms IS NULL",
+        ))
+        .bind(app_id)
+        .bind(key_id)
+        .fetch_optional(&mut *self.inner)
+        .await?)
+    }
+
+    /// Sets when a key stops working.
+    #[tracing::instrument(level = "debug", skip_all, fields(key_id = %key_id))]
+    pub async fn set_api_key_expiry(&mut self, key_id: &str, expires_ms: i64) -> StoreResult<()> {
+        sqlx::query(self.sql("UPDATE api_keys SET expires_ms = ? WHERE id = ?"))
+            .bind(expires_ms)
+            .bind(key_id)
+            .execute(&mut *self.inner)
+            .await?;
+        Ok(())
+    }
+
     #[tracing::instrument(level = "debug", skip_all, fields(app_id = %app_id))]
     pub async fn list_api_keys(&mut self, app_id: &str) -> StoreResult<Vec<ApiKeyRecord>> {
         Ok(sqlx::query_as(self.sql(
-            "SELECT id, label, created_by, created_ms, last_used_ms, revoked_ms FROM api_keys \
-             WHERE app_id = ? ORDER BY created_ms, id",
+            "SELECT id, label, created_by, created_ms, last_used_ms, revoked_ms, expires_ms \
+             FROM api_keys WHERE app_id = ? ORDER BY created_ms, id",
         ))
         .bind(app_id)
         .fetch_all(&mut *self.inner)
@@ -94,7 +121,7 @@ impl Tx {
     #[tracing::instrument(level = "debug", skip_all)]
     pub async fn live_key_grants(&mut self) -> StoreResult<Vec<KeyGrant>> {
         Ok(sqlx::query_as(self.sql(
-            "SELECT k.key_hash, k.id AS key_id, a.slug AS app_slug FROM api_keys k \
+            "SELECT k.key_hash, k.id AS key_id, a.slug AS app_slug, k.expires_ms FROM api_keys k \
              JOIN apps a ON a.id = k.app_id WHERE k.revoked_ms IS NULL",
         ))
         .fetch_all(&mut *self.inner)

@@ -84,4 +84,68 @@ impl Tx {
         }
         Ok(unknown)
     }
+
+    /// Gives the application a new slug, name and description; its id, and so
+    /// everything that refers to it by id (policies it owns, keys, members), stays.
+    #[tracing::instrument(level = "debug", skip_all, fields(app_id = %app_id, slug = %slug))]
+    pub async fn update_app(
+        &mut self,
+        app_id: &str,
+        slug: &AppSlug,
+        name: &str,
+        description: &str,
+    ) -> StoreResult<()> {
+        sqlx::query(self.sql("UPDATE apps SET slug = ?, name = ?, description = ? WHERE id = ?"))
+            .bind(slug.as_str())
+            .bind(name)
+            .bind(description)
+            .bind(app_id)
+            .execute(&mut *self.inner)
+            .await?;
+        Ok(())
+    }
+
+    /// Deletes an application with its keys and memberships (named here rather than
+    /// left to ON DELETE CASCADE, which SQLite honours only with foreign keys on). The
+    /// caller makes sure it owns no policy first.
+    #[tracing::instrument(level = "debug", skip_all, fields(app_id = %app_id))]
+    pub async fn delete_app(&mut self, app_id: &str) -> StoreResult<()> {
+        for query in [
+            "DELETE FROM api_keys WHERE app_id = ?",
+            "DELETE FROM memberships WHERE app_id = ?",
+            "DELETE FROM apps WHERE id = ?",
+        ] {
+            sqlx::query(self.sql(query))
+                .bind(app_id)
+                .execute(&mut *self.inner)
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// How many policies the application owns.
+    #[tracing::instrument(level = "debug", skip_all, fields(app_id = %app_id))]
+    pub async fn count_policies_of_app(&mut self, app_id: &str) -> StoreResult<i64> {
+        Ok(
+            sqlx::query_scalar(self.sql("SELECT COUNT(*) FROM policies WHERE app_id = ?"))
+                .bind(app_id)
+                .fetch_one(&mut *self.inner)
+                .await?,
+        )
+    }
+
+    /// Locks the application's row until the transaction ends, so that two changes
+    /// each checked against its members (the last owner) cannot interleave. SQLite's
+    /// write transactions are already serialised.
+    #[tracing::instrument(level = "debug", skip_all, fields(app_id = %app_id))]
+    pub async fn lock_app(&mut self, app_id: &str) -> StoreResult<()> {
+        if self.backend == super::Backend::Sqlite {
+            return Ok(());
+        }
+        sqlx::query(self.sql("SELECT id FROM apps WHERE id = ? FOR UPDATE"))
+            .bind(app_id)
+            .fetch_optional(&mut *self.inner)
+            .await?;
+        Ok(())
+    }
 }

@@ -86,4 +86,15 @@ impl Tx {
         .fetch_all(&mut *self.inner)
         .await?)
     }
+
+    /// How many owners the application has.
+    #[tracing::instrument(level = "debug", skip_all, fields(app_id = %app_id))]
+    pub async fn count_owners(&mut self, app_id: &str) -> StoreResult<i64> {
+        Ok(sqlx::query_scalar(
+            self.sql("SELECT COUNT(*) FROM memberships WHERE app_id = ? AND role = 'owner'"),
+        )
+        .bind(app_id)
+        .fetch_one(&mut *self.inner)
+        .await?)
+    }
 }

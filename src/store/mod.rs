@@ -7,6 +7,7 @@ mod access_tokens;
 mod api_keys;
 mod apps;
 mod audit;
+mod flashes;
 mod ids;
 mod memberships;
 mod policies;
@@ -23,7 +24,7 @@ use secrecy::{ExposeSecret, SecretString};
 use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
 use sqlx::{Any, AnyConnection, AnyPool, AssertSqlSafe, Connection, Transaction};
 
-pub use access_tokens::TokenOwner;
+pub use access_tokens::{AccessTokenRecord, TokenOwner};
 pub use api_keys::{ApiKeyRecord, KeyGrant};
 pub use apps::AppRecord;
 pub use audit::{AuditEntry, AuditFilter, AuditRecord};

@@ -384,4 +384,22 @@ impl Tx {
         };
         rows.into_iter().map(PolicyRow::parse).collect()
     }
+
+    /// Every policy that names the application `slug` in its allowed apps or its
+    /// overrides' matches (a JSON string in either column). Slugs hold no LIKE
+    /// wildcard (`%`, `_`), so the pattern matches the quoted slug exactly; a per_key
+    /// override whose key happens to equal the slug is found too, and the caller
+    /// decides what to change.
+    #[tracing::instrument(level = "debug", skip_all, fields(slug = %slug))]
+    pub async fn policies_naming_app(&mut self, slug: &AppSlug) -> StoreResult<Vec<PolicyRecord>> {
+        let pattern = format!("%\"{slug}\"%");
+        let rows: Vec<PolicyRow> = sqlx::query_as(self.sql_built(format!(
+            "{SELECT} WHERE p.allowed_apps LIKE ? OR p.overrides LIKE ? ORDER BY p.name"
+        )))
+        .bind(&pattern)
+        .bind(&pattern)
+        .fetch_all(&mut *self.inner)
+        .await?;
+        rows.into_iter().map(PolicyRow::parse).collect()
+    }
 }

@@ -244,14 +244,17 @@ async fn a_redis_outage_fails_closed_or_open_as_the_policy_says() {
 
 /// Every operation the server serves under `/v1/` and `/api/v1/` (`api::routes`), with
 /// the path as the OpenAPI document spells it.
-const API_OPERATIONS: [(&str, &str); 18] = [
+const API_OPERATIONS: [(&str, &str); 21] = [
     ("post", "/v1/acquire"),
     ("post", "/v1/release"),
     ("get", "/api/v1/apps"),
     ("post", "/api/v1/apps"),
     ("get", "/api/v1/apps/{slug}"),
+    ("patch", "/api/v1/apps/{slug}"),
+    ("delete", "/api/v1/apps/{slug}"),
     ("post", "/api/v1/apps/{slug}/keys"),
     ("delete", "/api/v1/apps/{slug}/keys/{id}"),
+    ("post", "/api/v1/apps/{slug}/keys/{id}/rotate"),
     ("put", "/api/v1/apps/{slug}/members/{username}"),
     ("delete", "/api/v1/apps/{slug}/members/{username}"),
     ("get", "/api/v1/policies"),

@@ -271,7 +271,9 @@ async fn keys_and_policies_made_elsewhere_arrive_with_the_next_pass() {
             "shop",
             ratekeeper::control::KeyInput {
                 label: Some("elsewhere".into()),
+                expires_at: None,
             },
+            ratekeeper::control::Reveal::InReply,
         )
         .await
         .unwrap();

@@ -1,7 +1,9 @@
 use actix_web::{HttpResponse, web};
 
 use crate::api::auth::AdminActor;
-use crate::control::{AppDetail, AppInput, AppView, CreatedKey, KeyInput, MemberInput, MemberView};
+use crate::control::{
+    AppDetail, AppInput, AppView, CreatedKey, KeyInput, MemberInput, MemberView, Ownerless, Reveal,
+};
 
 use crate::api::json::ValidJson;
 use crate::api::problem::Problem;
@@ -82,7 +84,10 @@ pub async fn create_key(
     slug: web::Path<String>,
     body: ValidJson<KeyInput>,
 ) -> Reply {
-    let key = state.control.create_key(&actor, &slug, body.0).await?;
+    let key = state
+        .control
+        .create_key(&actor, &slug, body.0, Reveal::InReply)
+        .await?;
     Ok(HttpResponse::Created().json(key))
 }
 
@@ -112,6 +117,7 @@ pub async fn revoke_key(
     responses(
         (status = 200, description = "The membership as it is now", body = MemberView),
         (status = 400, description = "Malformed JSON body", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "It would leave the application without an owner (refused unless the caller is an admin)", body = Problem, content_type = "application/problem+json"),
         (status = 401, description = "No or bad access token", body = Problem, content_type = "application/problem+json"),
         (status = 403, description = "Not permitted", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "No such application or user", body = Problem, content_type = "application/problem+json"),
@@ -129,7 +135,7 @@ pub async fn set_member(
     let (slug, username) = path.into_inner();
     let member = state
         .control
-        .set_member(&actor, &slug, &username, body.0)
+        .set_member(&actor, &slug, &username, body.0, Ownerless::AdminConfirmed)
         .await?;
     Ok(HttpResponse::Ok().json(member))
 }
@@ -138,6 +144,7 @@ pub async fn set_member(
     delete, path = "/api/v1/apps/{slug}/members/{username}", tag = "members", params(("slug" = String, Path), ("username" = String, Path)),
     responses(
         (status = 204, description = "Removed"),
+        (status = 409, description = "It would leave the application without an owner (refused unless the caller is an admin)", body = Problem, content_type = "application/problem+json"),
         (status = 401, description = "No or bad access token", body = Problem, content_type = "application/problem+json"),
         (status = 403, description = "Not permitted", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "No such application or member", body = Problem, content_type = "application/problem+json"),
@@ -153,7 +160,7 @@ pub async fn remove_member(
     let (slug, username) = path.into_inner();
     state
         .control
-        .remove_member(&actor, &slug, &username)
+        .remove_member(&actor, &slug, &username, Ownerless::AdminConfirmed)
         .await?;
     Ok(HttpResponse::NoContent().finish())
 }

@@ -2,6 +2,7 @@
 //! handler parses, calls [`crate::control::Control`] (which authorises and audits), and
 //! renders.
 
+pub(super) mod app_lifecycle;
 pub(super) mod apps;
 pub(super) mod audit;
 pub(super) mod policies;
@@ -26,11 +27,20 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
                     .route(web::post().to(apps::create_app))
                     .route(web::get().to(apps::list_apps)),
             )
-            .service(resource("/apps/{slug}", "GET").route(web::get().to(apps::get_app)))
+            .service(
+                resource("/apps/{slug}", "GET, PATCH, DELETE")
+                    .route(web::get().to(apps::get_app))
+                    .route(web::patch().to(app_lifecycle::update_app))
+                    .route(web::delete().to(app_lifecycle::delete_app)),
+            )
             .service(resource("/apps/{slug}/keys", "POST").route(web::post().to(apps::create_key)))
             .service(
                 resource("/apps/{slug}/keys/{id}", "DELETE")
                     .route(web::delete().to(apps::revoke_key)),
+            )
+            .service(
+                resource("/apps/{slug}/keys/{id}/rotate", "POST")
+                    .route(web::post().to(app_lifecycle::rotate_key)),
             )
             .service(
                 resource("/apps/{slug}/members/{username}", "PUT, DELETE")

@@ -1,29 +1,52 @@
-//! An application's API keys: owners create them (the text shown once) and revoke them.
+//! An application's API keys: owners create them (with an optional expiry), rotate them
+//! (a new key, the old one kept for a while) and revoke them. A new key's text reaches
+//! the application's page through a one-time flash (post-redirect-get): reloading the
+//! page neither makes another key nor shows this one again.
 
-use actix_web::http::StatusCode;
-use actix_web::http::header::{CacheControl, CacheDirective};
+use actix_web::http::header::{CACHE_CONTROL, CacheControl, CacheDirective, HeaderValue};
 use actix_web::{HttpResponse, web};
 use secrecy::SecretString;
 use serde::Deserialize;
 
-use super::page::{self, AppPage};
+use super::page;
 use crate::console::error::ConsoleError;
-use crate::console::forms::FormErrors;
+use crate::console::forms::{FormErrors, utc_date_time};
 use crate::console::login::CsrfForm;
+use crate::console::see_other;
 use crate::console::session::SignedIn;
-use crate::console::{render_status, see_other};
-use crate::control::{ControlError, KeyInput};
+use crate::control::{
+    ControlError, CreatedKey, DEFAULT_OLD_KEY_GRACE_MS, KeyInput, Reveal, Revealed, RotateInput,
+    rfc3339,
+};
 use crate::state::AppState;
+use crate::store::now_ms;
 
 #[derive(Debug, Default, Deserialize)]
 pub struct KeyForm {
     #[serde(default)]
     pub label: String,
+    /// A `datetime-local` value, read as UTC; empty: never expires.
+    #[serde(default)]
+    pub expires_at: String,
     #[serde(default)]
     pub csrf: SecretString,
 }
 
-/// `POST /apps/{slug}/keys`: the answer is the page with the new key, shown this once.
+#[derive(Debug, Default, Deserialize)]
+pub struct RotateForm {
+    /// How long the old key keeps working: `now`, or a number of hours.
+    #[serde(default)]
+    pub old_key_valid_for: String,
+    #[serde(default)]
+    pub csrf: SecretString,
+}
+
+/// The page a new key of `slug` is shown on.
+fn key_page(slug: &str) -> String {
+    format!("/apps/{slug}")
+}
+
+/// `POST /apps/{slug}/keys`: 303 to the application's page, which shows the key once.
 pub async fn create(
     state: web::Data<AppState>,
     signed_in: SignedIn,
@@ -34,35 +57,67 @@ pub async fn create(
     let form = form.into_inner();
     let input = KeyInput {
         label: Some(form.label.clone()),
+        expires_at: utc_date_time(&form.expires_at),
+    };
+    let page = key_page(&slug);
+    let reveal = Reveal::OnPage {
+        session: &signed_in.token,
+        page: &page,
     };
     match state
         .control
-        .create_key(&signed_in.actor, &slug, input)
+        .create_key(&signed_in.actor, &slug, input, reveal)
         .await
     {
-        Ok(created) => {
-            let mut page = AppPage::load(&state, &signed_in, &slug).await?;
-            page.new_key = Some(created);
-            let mut response = render_status(&page, StatusCode::CREATED)?;
-            // The key is in this page and nowhere else: no cache may keep it.
-            response.headers_mut().insert(
-                actix_web::http::header::CACHE_CONTROL,
-                CacheControl(vec![CacheDirective::NoStore])
-                    .to_string()
-                    .parse()
-                    .map_err(anyhow::Error::from)?,
-            );
-            Ok(response)
-        }
+        Ok(_) => Ok(see_other(&format!("/apps/{slug}#new-key"))),
         Err(ControlError::Invalid(errors)) => {
             page::with_errors(&state, &signed_in, &slug, |page| {
                 page.key_label = form.label;
+                page.key_expires_at = form.expires_at;
                 page.key_errors = FormErrors::from_fields(&errors);
             })
             .await
         }
         Err(e) => Err(e.into()),
     }
+}
+
+/// `POST /apps/{slug}/keys/{id}/rotate`: a new key (shown once on the page the answer
+/// redirects to) with the old one's label; the old one works for the time chosen.
+pub async fn rotate(
+    state: web::Data<AppState>,
+    signed_in: SignedIn,
+    path: web::Path<(String, String)>,
+    form: web::Form<RotateForm>,
+) -> Result<HttpResponse, ConsoleError> {
+    signed_in.check_csrf(&form.csrf)?;
+    let (slug, id) = path.into_inner();
+    let old_key_expires_at = match form.old_key_valid_for.trim() {
+        "now" => "now".to_owned(),
+        "" => rfc3339(now_ms() + DEFAULT_OLD_KEY_GRACE_MS),
+        hours => match hours.parse::<i64>() {
+            Ok(h @ 1..=720) => rfc3339(now_ms() + h * 3_600_000),
+            _ => {
+                return Err(ConsoleError::BadRequest(format!(
+                    "old_key_valid_for must be \"now\" or 1 to 720 hours, not {hours:?}"
+                )));
+            }
+        },
+    };
+    let input = RotateInput {
+        old_key_expires_at: Some(old_key_expires_at),
+        expires_at: None,
+    };
+    let page = key_page(&slug);
+    let reveal = Reveal::OnPage {
+        session: &signed_in.token,
+        page: &page,
+    };
+    state
+        .control
+        .rotate_key(&signed_in.actor, &slug, &id, input, reveal)
+        .await?;
+    Ok(see_other(&format!("/apps/{slug}?done=key-rotated#new-key")))
 }
 
 /// `POST /apps/{slug}/keys/{id}/revoke`
@@ -79,4 +134,60 @@ pub async fn revoke(
         .revoke_key(&signed_in.actor, &slug, &id)
         .await?;
     Ok(see_other(&format!("/apps/{slug}?done=key-revoked#keys")))
+}
+
+/// The keys this session made for `slug` and has not seen yet (each shown once).
+pub async fn revealed_keys(
+    state: &AppState,
+    signed_in: &SignedIn,
+    slug: &str,
+) -> Result<Vec<CreatedKey>, ConsoleError> {
+    let revealed = state
+        .control
+        .take_revealed(&signed_in.token, &key_page(slug))
+        .await?;
+    Ok(revealed
+        .into_iter()
+        .filter_map(|r| match r {
+            Revealed::ApiKey {
+                id,
+                label,
+                key,
+                expires_at,
+            } => Some(CreatedKey {
+                id,
+                label,
+                key,
+                expires_at,
+            }),
+            Revealed::AccessToken { .. } => None,
+        })
+        .collect())
+}
+
+/// A page showing a secret: no cache may keep it.
+pub fn no_store(response: &mut HttpResponse) {
+    let value = CacheControl(vec![CacheDirective::NoStore]).to_string();
+    if let Ok(value) = HeaderValue::from_str(&value) {
+        response.headers_mut().insert(CACHE_CONTROL, value);
+    }
+}
+
+/// The key's expiry for the table: "expires …", "expired …", or nothing.
+pub fn expiry_text(expires_at: Option<&str>, now_ms: i64) -> String {
+    let Some(at) = expires_at else {
+        return String::new();
+    };
+    let shown = crate::console::format::short_time(at);
+    if has_expired(Some(at), now_ms) {
+        format!("expired {shown}")
+    } else {
+        format!("expires {shown}")
+    }
+}
+
+pub fn has_expired(expires_at: Option<&str>, now_ms: i64) -> bool {
+    expires_at
+        .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
+        .is_some_and(|t| t.timestamp_millis() <= now_ms)
 }

@@ -54,6 +54,9 @@ pub struct KeyRow {
     pub created: String,
     pub last_used: String,
     pub revoked: Option<String>,
+    /// "expires 2030-01-31 18:00 UTC", "expired …", or empty.
+    pub expiry: String,
+    pub expired: bool,
 }
 
 /// What was typed into the add-member form, shown again with its errors.
@@ -79,11 +82,15 @@ pub struct AppPage {
     /// Policies of other applications that allow this one.
     pub limits_on_app: Vec<LimitOnApp>,
     pub keys: Vec<KeyRow>,
-    pub new_key: Option<CreatedKey>,
+    /// Keys just made by this session, shown this once (post-redirect-get).
+    pub new_keys: Vec<CreatedKey>,
     pub member_form: MemberDraft,
     pub member_errors: FormErrors,
     pub key_label: String,
+    pub key_expires_at: String,
     pub key_errors: FormErrors,
+    pub settings: super::settings::SettingsDraft,
+    pub settings_errors: FormErrors,
 }
 
 impl AppPage {
@@ -124,8 +131,11 @@ impl AppPage {
                     .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
                     .map_or("never".to_owned(), |t| ago(t.timestamp_millis(), now)),
                 revoked: k.revoked_at.as_deref().map(short_time),
+                expiry: super::keys::expiry_text(k.expires_at.as_deref(), now),
+                expired: super::keys::has_expired(k.expires_at.as_deref(), now),
             })
             .collect();
+        let settings = super::settings::SettingsDraft::of(&app.app);
         Ok(Self {
             chrome: signed_in.chrome("apps"),
             can_edit: app.may_edit,
@@ -137,11 +147,14 @@ impl AppPage {
             limits_on_app: limits_on_app.iter().map(LimitOnApp::from).collect(),
             keys,
             app,
-            new_key: None,
+            new_keys: Vec::new(),
             member_form: MemberDraft::default(),
             member_errors: FormErrors::default(),
             key_label: String::new(),
+            key_expires_at: String::new(),
             key_errors: FormErrors::default(),
+            settings,
+            settings_errors: FormErrors::default(),
         })
     }
 }
@@ -206,7 +219,12 @@ pub async fn show(
     let table = TableView::parse(&query.table)?;
     let mut page = AppPage::load_table(&state, &signed_in, &slug, table).await?;
     page.chrome = page.chrome.with_notice(&query.notice);
-    render(&page)
+    page.new_keys = super::keys::revealed_keys(&state, &signed_in, &slug).await?;
+    let mut response = render(&page)?;
+    if !page.new_keys.is_empty() {
+        super::keys::no_store(&mut response);
+    }
+    Ok(response)
 }
 
 /// `GET /apps/{slug}/live[?q=&sort=&page=&seen=]`: the live state of the rows on screen,

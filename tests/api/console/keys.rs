@@ -1,4 +1,5 @@
-//! API keys in the console: shown once, working, revoked.
+//! API keys in the console: made with post-redirect-get and shown once, working,
+//! revoked.
 
 use reqwest::StatusCode;
 
@@ -11,10 +12,11 @@ async fn a_key_made_in_the_console_is_shown_once_works_and_can_be_revoked() {
     shop_and_people(&app).await;
     let mut olga = app.sign_in("olga").await;
 
-    let page = olga
-        .post_form("/apps/shop/keys", &[("label", "batch")])
-        .await;
-    page.assert_status(StatusCode::CREATED);
+    olga.post_form("/apps/shop/keys", &[("label", "batch")])
+        .await
+        .assert_redirect("/apps/shop#new-key");
+    let page = olga.get("/apps/shop").await;
+    page.assert_status(StatusCode::OK);
     assert_eq!(page.header("cache-control"), Some("no-store"));
     let start = page.body.find("rk_key_").expect("the key on the page");
     let len = page.body[start..]

@@ -8,8 +8,9 @@
 //! browser), `sessions`, `csrf`, `roles` (enforced on the server), `owner_changes` (each
 //! change an owner makes, audited), `escaping`, `policies` (the policy forms),
 //! `policy_page` (scope and overrides on the form, the policy's own page), `keys`,
-//! `users`, `account`, `audit`, `live_state` and `not_found` (unknown pages and names,
-//! static files). The helpers below are shared by them.
+//! `users`, `account`, `audit`, `live_state`, `not_found` (unknown pages and names,
+//! static files), `lifecycle` (renaming and deleting an application, key expiry and
+//! rotation, access tokens), `post_redirect_get` and `last_owner`. The helpers below are shared by them.
 
 use ratekeeper::auth::Actor;
 use reqwest::StatusCode;
@@ -23,6 +24,8 @@ mod csrf;
 mod escaping;
 mod keys;
 mod limits_on_app;
+mod last_owner;
+mod lifecycle;
 mod live_state;
 mod not_found;
 mod owner_changes;
@@ -31,6 +34,7 @@ mod policies;
 mod policy_page;
 mod policy_table;
 mod policy_usage;
+mod post_redirect_get;
 mod roles;
 mod security_headers;
 mod sessions;
@@ -174,6 +178,15 @@ fn changes_to_shop(key_id: &str) -> Vec<(String, Vec<(&'static str, &'static str
         ("/apps/shop/members/olga/remove".to_owned(), vec![]),
         ("/apps/shop/keys".to_owned(), vec![("label", "forged")]),
         (format!("/apps/shop/keys/{key_id}/revoke"), vec![]),
+        (
+            format!("/apps/shop/keys/{key_id}/rotate"),
+            vec![("old_key_valid_for", "now")],
+        ),
+        (
+            "/apps/shop/settings".to_owned(),
+            vec![("slug", "forged"), ("name", "Forged"), ("description", "")],
+        ),
+        ("/apps/shop/delete".to_owned(), vec![]),
         (
             "/policies/orders.create/reset".to_owned(),
             vec![("key", "x")],

@@ -92,7 +92,7 @@ async fn the_owner_makes_each_change_and_each_is_audited() {
     assert_eq!(app.audit_count().await, events);
     olga.post_form("/apps/shop/keys", &[("label", "batch")])
         .await
-        .assert_status(StatusCode::CREATED);
+        .assert_redirect("/apps/shop#new-key");
     let shop = admin_reads(&app, "/api/v1/apps/shop").await;
     assert_eq!(shop["keys"].as_array().unwrap().len(), 2);
     audited(&app, events, "api_key", "create").await;

@@ -11,9 +11,10 @@ use serde_json::json;
 
 use crate::helpers::*;
 
-const PAGES: [&str; 10] = [
+const PAGES: [&str; 11] = [
     "/apps",
     "/apps/shop",
+    "/apps/shop/delete",
     "/apps/shop/live",
     "/policies/p0",
     "/policies/p0/overview",

@@ -10,8 +10,9 @@ use super::{
 use crate::helpers::*;
 
 /// The pages that only exist to make a change.
-const EDIT_PAGES: [&str; 3] = [
+const EDIT_PAGES: [&str; 4] = [
     "/apps/shop/policies/new",
+    "/apps/shop/delete",
     "/policies/orders.create/edit",
     "/policies/orders.create/delete",
 ];

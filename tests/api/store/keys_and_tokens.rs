@@ -12,15 +12,15 @@ async fn api_keys_are_listed_granted_revoked_and_touched(db: Db) {
     let shop = add_app(&mut tx, "shop").await;
     let blog = add_app(&mut tx, "blog").await;
     let k1 = tx
-        .insert_api_key(&shop.id, "checkout", &"a".repeat(64), "ann")
+        .insert_api_key(&shop.id, "checkout", &"a".repeat(64), "ann", None)
         .await
         .unwrap();
     let k2 = tx
-        .insert_api_key(&shop.id, "rotation", &"b".repeat(64), "ann")
+        .insert_api_key(&shop.id, "rotation", &"b".repeat(64), "ann", None)
         .await
         .unwrap();
     let k3 = tx
-        .insert_api_key(&blog.id, "cms", &"c".repeat(64), "bob")
+        .insert_api_key(&blog.id, "cms", &"c".repeat(64), "bob", None)
         .await
         .unwrap();
     tx.commit().await.unwrap();
@@ -40,6 +40,7 @@ async fn api_keys_are_listed_granted_revoked_and_touched(db: Db) {
         key_hash: hash.to_string().repeat(64),
         key_id: id.to_owned(),
         app_slug: app.to_owned(),
+        expires_ms: None,
     };
     assert_eq!(
         grants,
@@ -104,7 +105,7 @@ async fn api_keys_are_listed_granted_revoked_and_touched(db: Db) {
 
     // The same key text twice is refused.
     let err = tx
-        .insert_api_key(&blog.id, "copy", &"a".repeat(64), "bob")
+        .insert_api_key(&blog.id, "copy", &"a".repeat(64), "bob", None)
         .await
         .unwrap_err();
     assert!(matches!(err, StoreError::Conflict), "{err:?}");

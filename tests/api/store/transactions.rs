@@ -24,7 +24,7 @@ async fn a_transaction_dropped_without_commit_leaves_nothing(db: Db) {
         tx.set_membership(&kept.id, &ann.id, MemberRole::Viewer)
             .await
             .unwrap();
-        tx.insert_api_key(&kept.id, "ghost", &"f".repeat(64), "ann")
+        tx.insert_api_key(&kept.id, "ghost", &"f".repeat(64), "ann", None)
             .await
             .unwrap();
         let policy = tx
