@@ -13,16 +13,21 @@ mod live;
 mod members;
 mod overrides;
 mod policies;
+mod policy_history;
 mod policy_spec;
 mod users;
 mod views;
 
 pub use accounts::{NewSession, SESSION_LIFETIME_MS, UserFlags};
 pub use buckets::{TOP_MAX_MINUTES, TopCallers};
-pub use inputs::{AppInput, KeyInput, MemberInput, OverrideInput, PolicyInput, not_null};
+pub use inputs::{
+    AppInput, KeyInput, MemberInput, OverrideInput, PolicyInput, RollbackInput, not_null,
+};
 pub use live::{ACTIVITY_MINUTES, LivePolicy};
+pub use policy_history::{HISTORY_PAGE_SIZE, PolicyHistory};
 pub use views::{
-    ApiKeyView, AppDetail, AppView, AuditView, CreatedKey, MemberView, OverrideView, PolicyView,
+    ApiKeyView, AppDetail, AppView, AuditView, CreatedKey, MemberView, OverrideView,
+    PolicyVersionView, PolicyView,
 };
 
 use crate::auth::{Actor, Permission};

@@ -10,6 +10,7 @@ mod audit;
 mod ids;
 mod memberships;
 mod policies;
+mod policy_versions;
 mod sessions;
 mod users;
 
@@ -30,6 +31,7 @@ pub use audit::{AuditEntry, AuditFilter, AuditRecord};
 pub use ids::{new_id, now_ms};
 pub use memberships::MemberRecord;
 pub use policies::PolicyRecord;
+pub use policy_versions::PolicyVersionRecord;
 pub use sessions::SessionRecord;
 pub use users::UserRecord;
 
