@@ -5,7 +5,9 @@
 mod account;
 mod apps;
 mod assets;
-mod audit;
+mod audit_log;
+mod csv;
+mod diff;
 mod error;
 mod format;
 mod forms;
@@ -73,6 +75,14 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
                 web::get().to(policies::show),
             )
             .route("/policies/{name:.+}/reset", web::post().to(policies::reset))
+            .route(
+                "/policies/{name:.+}/history",
+                web::get().to(policies::history),
+            )
+            .route(
+                "/policies/{name:.+}/rollback",
+                web::post().to(policies::rollback),
+            )
             .route("/policies/{name:.+}/edit", web::get().to(policies::edit))
             .service(
                 web::resource("/policies/{name:.+}/edit")
@@ -100,7 +110,8 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
                 "/account/password",
                 web::post().to(account::change_password),
             )
-            .route("/audit", web::get().to(audit::list)),
+            .route("/audit", web::get().to(audit_log::list))
+            .route("/audit.csv", web::get().to(audit_log::export)),
     );
 }
 

@@ -62,6 +62,9 @@ impl Notice {
             "app-created" => "Application created.",
             "policy-created" => "Policy created. Redis has it already.",
             "policy-updated" => "Policy saved.",
+            "policy-rolled-back" => {
+                "Rolled back: a new version with those settings is saved, and Redis has it."
+            }
             "policy-deleted" => "Policy deleted, and its bucket removed from Redis.",
             "bucket-reset" => "Bucket reset to full. The audit log records who did it.",
             "member-saved" => "Member saved.",

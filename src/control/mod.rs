@@ -6,6 +6,7 @@
 mod accounts;
 mod apps;
 mod audit;
+pub use audit::AuditPage;
 mod buckets;
 mod inputs;
 mod keys;

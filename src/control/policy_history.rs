@@ -24,6 +24,8 @@ pub struct PolicyHistory {
     pub versions: Vec<PolicyVersionView>,
     /// The version before which the next page starts, if there are older versions.
     pub older_than: Option<i64>,
+    /// The version just older than this page, which its oldest version changed.
+    pub before_page: Option<PolicyVersionView>,
 }
 
 fn version_view(current: &PolicyRecord, v: PolicyVersionRecord) -> PolicyVersionView {
@@ -71,16 +73,21 @@ impl Control {
             .policy_versions(&current.id, before, HISTORY_PAGE_SIZE + 1)
             .await?;
         tx.commit().await?;
-        let older_than = (versions.len() > HISTORY_PAGE_SIZE as usize).then(|| {
-            versions.truncate(HISTORY_PAGE_SIZE as usize);
-            versions.last().map_or(0, |v| v.version)
-        });
+        let before_page = if versions.len() > HISTORY_PAGE_SIZE as usize {
+            versions.pop()
+        } else {
+            None
+        };
+        let older_than = before_page
+            .is_some()
+            .then(|| versions.last().map_or(0, |v| v.version));
         Ok(PolicyHistory {
             may_edit: actor.may(role, Permission::Edit),
             versions: versions
                 .into_iter()
                 .map(|v| version_view(&current, v))
                 .collect(),
+            before_page: before_page.map(|v| version_view(&current, v)),
             policy: PolicyView::from(&current),
             older_than,
         })
@@ -96,6 +103,11 @@ impl Control {
         name: &str,
         input: RollbackInput,
     ) -> ControlResult<PolicyView> {
+        // Who may roll back is asked first: a viewer hears 403 whatever the body says.
+        let mut tx = self.store.begin().await?;
+        let current = self
+            .readable_policy(&mut tx, actor, name, Permission::Edit)
+            .await?;
         let (to_version, seen) = match (input.to_version, input.version) {
             (Some(to), Some(seen)) => (to, seen),
             (to, seen) => {
@@ -109,10 +121,6 @@ impl Control {
                 return Err(errors.into());
             }
         };
-        let mut tx = self.store.begin().await?;
-        let current = self
-            .readable_policy(&mut tx, actor, name, Permission::Edit)
-            .await?;
         if seen != current.version {
             return Err(ControlError::VersionConflict {
                 current: current.version,

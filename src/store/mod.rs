@@ -27,7 +27,7 @@ use sqlx::{Any, AnyConnection, AnyPool, AssertSqlSafe, Connection, Transaction};
 pub use access_tokens::TokenOwner;
 pub use api_keys::{ApiKeyRecord, KeyGrant};
 pub use apps::AppRecord;
-pub use audit::{AuditEntry, AuditFilter, AuditRecord};
+pub use audit::{AUDIT_EXPORT_MAX, AuditChoices, AuditEntry, AuditFilter, AuditRecord};
 pub use ids::{new_id, now_ms};
 pub use memberships::MemberRecord;
 pub use policies::PolicyRecord;
