@@ -30,6 +30,8 @@ use super::{acquire, admin, release};
         admin::policies::policy_state,
         admin::policies::reset_bucket,
         admin::policies::top_callers,
+        admin::policies::policy_versions,
+        admin::policies::rollback_policy,
         admin::audit::list_audit,
     ),
     components(schemas(
@@ -44,6 +46,8 @@ use super::{acquire, admin, release};
         crate::control::AppDetail,
         crate::control::CreatedKey,
         crate::control::PolicyView,
+        crate::control::PolicyVersionView,
+        crate::control::RollbackInput,
         crate::control::AuditView,
         crate::limiter::BucketState,
         crate::limiter::CallerCount,

@@ -24,6 +24,33 @@ pub fn rate_in_unit(per_second: f64) -> (f64, &'static str) {
         .unwrap_or((per_second * 86_400.0, "day"))
 }
 
+/// The rates in the smallest unit in which each is a whole number of at least 1 ("100 per
+/// minute", not "1.667 per second"), one unit for all when one fits them all, so a change
+/// reads "100 per minute → 200 per minute"; a rate whole in no unit reads as
+/// [`readable_rate`] says.
+pub fn rates_in_one_unit(rates: &[f64]) -> Vec<String> {
+    let whole_in = |r: f64, seconds: f64| {
+        let amount = r * seconds;
+        amount >= 1.0 - 1e-9 && (amount - amount.round()).abs() <= 1e-6 * amount.max(1.0)
+    };
+    let common = UNITS
+        .iter()
+        .find(|&&(_, seconds)| rates.iter().all(|&r| whole_in(r, seconds)));
+    rates
+        .iter()
+        .map(|&r| match common {
+            Some(&(unit, seconds)) => format!("{} per {unit}", number(r * seconds)),
+            None => UNITS
+                .iter()
+                .find(|&&(_, seconds)| whole_in(r, seconds))
+                .map_or_else(
+                    || readable_rate(r),
+                    |&(unit, seconds)| format!("{} per {unit}", number(r * seconds)),
+                ),
+        })
+        .collect()
+}
+
 fn is_whole(x: f64) -> bool {
     (x - x.round()).abs() < 1e-9
 }
@@ -50,6 +77,27 @@ pub fn readable_window(ms: i64) -> String {
         ms if ms % 1000 == 0 => format!("{} s", ms / 1000),
         ms => format!("{ms} ms"),
     }
+}
+
+/// A duration in ms in the largest unit that holds it whole: "500 ms", "30 s", "90 s",
+/// "1 min", "2 h", "1 day": how the diffs of a window or a lease time read.
+pub fn duration(ms: i64) -> String {
+    const UNITS: [(i64, &str); 4] = [
+        (86_400_000, "day"),
+        (3_600_000, "h"),
+        (60_000, "min"),
+        (1000, "s"),
+    ];
+    UNITS
+        .iter()
+        .find(|(size, _)| ms != 0 && ms % size == 0)
+        .map_or_else(
+            || format!("{ms} ms"),
+            |&(size, unit)| match (ms / size, unit) {
+                (n, "day") if n != 1 => format!("{n} days"),
+                (n, unit) => format!("{n} {unit}"),
+            },
+        )
 }
 
 /// What a policy allows, in words, whatever its algorithm: "10 per second",
@@ -144,6 +192,24 @@ mod tests {
         assert_eq!(readable_window(100), "100 ms");
         assert_eq!(readable_window(60_000), "minute");
         assert_eq!(readable_window(90_000), "90 s");
+        assert_eq!(
+            rates_in_one_unit(&[100.0 / 60.0, 200.0 / 60.0]),
+            ["100 per minute", "200 per minute"]
+        );
+        assert_eq!(
+            rates_in_one_unit(&[10.0, 0.2]),
+            ["600 per minute", "12 per minute"]
+        );
+        assert_eq!(rates_in_one_unit(&[100.0 / 86_400.0]), ["100 per day"]);
+        assert_eq!(rates_in_one_unit(&[0.00001]), ["0.864 per day"]);
+        assert_eq!(duration(500), "500 ms");
+        assert_eq!(duration(1500), "1500 ms");
+        assert_eq!(duration(30_000), "30 s");
+        assert_eq!(duration(90_000), "90 s");
+        assert_eq!(duration(60_000), "1 min");
+        assert_eq!(duration(7_200_000), "2 h");
+        assert_eq!(duration(86_400_000), "1 day");
+        assert_eq!(duration(172_800_000), "2 days");
     }
 
     #[test]

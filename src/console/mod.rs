@@ -5,8 +5,10 @@
 mod account;
 mod apps;
 mod assets;
-mod audit;
+mod audit_log;
 mod chart;
+mod csv;
+mod diff;
 mod error;
 mod format;
 mod forms;
@@ -92,6 +94,14 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
                 web::get().to(policies::show),
             )
             .route("/policies/{name:.+}/reset", web::post().to(policies::reset))
+            .route(
+                "/policies/{name:.+}/history",
+                web::get().to(policies::history),
+            )
+            .route(
+                "/policies/{name:.+}/rollback",
+                web::post().to(policies::rollback),
+            )
             .route("/policies/{name:.+}/edit", web::get().to(policies::edit))
             .service(
                 web::resource("/policies/{name:.+}/edit")
@@ -127,7 +137,8 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
                 "/account/tokens/{id}/revoke",
                 web::post().to(account::revoke_token),
             )
-            .route("/audit", web::get().to(audit::list)),
+            .route("/audit", web::get().to(audit_log::list))
+            .route("/audit.csv", web::get().to(audit_log::export)),
     );
 }
 

@@ -66,6 +66,9 @@ impl Notice {
             "token-revoked" => "Token revoked. It stopped working at once.",
             "policy-created" => "Policy created. Redis has it already.",
             "policy-updated" => "Policy saved.",
+            "policy-rolled-back" => {
+                "Rolled back: a new version with those settings is saved, and Redis has it."
+            }
             "policy-deleted" => "Policy deleted, and its bucket removed from Redis.",
             "bucket-reset" => "Bucket reset to full. The audit log records who did it.",
             "member-saved" => "Member saved.",

@@ -105,6 +105,19 @@ pub struct PolicyInput {
     pub version: Option<i64>,
 }
 
+/// A rollback: the version to restore, and the version the client last saw (a stale one
+/// is refused with 409, as for any change).
+#[derive(Debug, Default, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RollbackInput {
+    /// The earlier version whose fields become the policy's again (as a new version).
+    #[serde(default, deserialize_with = "not_null")]
+    pub to_version: Option<i64>,
+    /// The policy's current version, as the client last saw it.
+    #[serde(default, deserialize_with = "not_null")]
+    pub version: Option<i64>,
+}
+
 /// Other limits for one caller: `match` is an app slug (`per_app`) or a key (`per_key`);
 /// each other field given replaces the policy's (only the fields its algorithm takes).
 #[derive(Debug, Default, Clone, Deserialize, ToSchema)]

@@ -7,6 +7,7 @@ mod accounts;
 mod app_lifecycle;
 mod apps;
 mod audit;
+pub use audit::AuditPage;
 mod buckets;
 mod inputs;
 mod keys;
@@ -14,6 +15,7 @@ mod live;
 mod members;
 mod overrides;
 mod policies;
+mod policy_history;
 mod policy_spec;
 mod reveal;
 mod tokens;
@@ -23,15 +25,17 @@ mod views;
 pub use accounts::{NewSession, SESSION_LIFETIME_MS, UserFlags};
 pub use buckets::{TOP_MAX_MINUTES, TopCallers};
 pub use inputs::{
-    AppInput, KeyInput, MemberInput, OverrideInput, PolicyInput, RotateInput, TokenInput, not_null,
+    AppInput, KeyInput, MemberInput, OverrideInput, PolicyInput, RollbackInput, RotateInput,
+    TokenInput, not_null,
 };
 pub use keys::DEFAULT_OLD_KEY_GRACE_MS;
 pub use live::{ACTIVITY_MINUTES, LivePolicy, TOP_SPANS};
 pub use members::Ownerless;
+pub use policy_history::{HISTORY_PAGE_SIZE, PolicyHistory};
 pub use reveal::{Reveal, Revealed};
 pub use views::{
-    ApiKeyView, AppDetail, AppView, AuditView, CreatedKey, MemberView, OverrideView, PolicyView,
-    RotatedKey, rfc3339,
+    ApiKeyView, AppDetail, AppView, AuditView, CreatedKey, MemberView, OverrideView,
+    PolicyVersionView, PolicyView, RotatedKey, rfc3339,
 };
 
 use crate::auth::{Actor, Permission};

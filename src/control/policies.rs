@@ -33,6 +33,8 @@ impl Control {
             other => other?,
         };
         let view = PolicyView::from(&record);
+        tx.record_policy_version(&record, &actor.name, "create", None)
+            .await?;
         tx.record_audit(AuditEntry {
             actor: &actor.name,
             app_slug: Some(&app.slug),
@@ -79,6 +81,8 @@ impl Control {
             ControlError::Internal(anyhow::anyhow!("locked policy {name:?} changed under us"))
         })?;
         let view = PolicyView::from(&updated);
+        tx.record_policy_version(&updated, &actor.name, "update", None)
+            .await?;
         tx.record_audit(AuditEntry {
             actor: &actor.name,
             app_slug: Some(spec.owner_app.as_str()),
@@ -203,7 +207,10 @@ impl Control {
 
 /// The applications a spec names exist: its allowed apps and, for a per_app policy, its
 /// overrides' matches (each named in the error).
-async fn check_apps_exist(tx: &mut crate::store::Tx, spec: &PolicySpec) -> ControlResult<()> {
+pub(super) async fn check_apps_exist(
+    tx: &mut crate::store::Tx,
+    spec: &PolicySpec,
+) -> ControlResult<()> {
     let mut errors = FieldErrors::default();
     let unknown = tx.unknown_slugs(&spec.allowed_apps).await?;
     if !unknown.is_empty() {

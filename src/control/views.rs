@@ -197,6 +197,22 @@ impl From<&PolicyRecord> for PolicyView {
     }
 }
 
+/// One saved version of a policy.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct PolicyVersionView {
+    pub version: i64,
+    /// `create`, `update`, `rollback`, or `recorded` (the policy as it was when history
+    /// began: the upgrade that added history).
+    pub action: String,
+    /// For a rollback: the version it restored.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub restored_version: Option<i64>,
+    pub author: String,
+    pub at: String,
+    /// The whole policy as this version had it.
+    pub policy: PolicyView,
+}
+
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct AuditView {
     pub id: i64,

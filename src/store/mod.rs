@@ -11,6 +11,7 @@ mod flashes;
 mod ids;
 mod memberships;
 mod policies;
+mod policy_versions;
 mod sessions;
 mod users;
 
@@ -27,10 +28,11 @@ use sqlx::{Any, AnyConnection, AnyPool, AssertSqlSafe, Connection, Transaction};
 pub use access_tokens::{AccessTokenRecord, TokenOwner};
 pub use api_keys::{ApiKeyRecord, KeyGrant};
 pub use apps::AppRecord;
-pub use audit::{AuditEntry, AuditFilter, AuditRecord};
+pub use audit::{AUDIT_EXPORT_MAX, AuditChoices, AuditEntry, AuditFilter, AuditRecord};
 pub use ids::{new_id, now_ms};
 pub use memberships::MemberRecord;
 pub use policies::PolicyRecord;
+pub use policy_versions::PolicyVersionRecord;
 pub use sessions::SessionRecord;
 pub use users::UserRecord;
 

@@ -18,29 +18,29 @@ pub struct PolicyRecord {
 }
 
 #[derive(sqlx::FromRow)]
-struct PolicyRow {
-    id: String,
-    name: String,
-    owner_app: String,
-    algorithm: String,
-    rate: f64,
-    max_permits: i64,
-    window_ms: Option<i64>,
-    lease_ttl_ms: Option<i64>,
-    allowed_apps: String,
-    failure_mode: String,
-    enabled: i64,
-    description: String,
-    scope: String,
-    overrides: Option<String>,
-    version: i64,
-    created_ms: i64,
-    updated_ms: i64,
+pub(super) struct PolicyRow {
+    pub(super) id: String,
+    pub(super) name: String,
+    pub(super) owner_app: String,
+    pub(super) algorithm: String,
+    pub(super) rate: f64,
+    pub(super) max_permits: i64,
+    pub(super) window_ms: Option<i64>,
+    pub(super) lease_ttl_ms: Option<i64>,
+    pub(super) allowed_apps: String,
+    pub(super) failure_mode: String,
+    pub(super) enabled: i64,
+    pub(super) description: String,
+    pub(super) scope: String,
+    pub(super) overrides: Option<String>,
+    pub(super) version: i64,
+    pub(super) created_ms: i64,
+    pub(super) updated_ms: i64,
 }
 
 /// An override as the `overrides` column holds it (a JSON array of these).
 #[derive(serde::Serialize, serde::Deserialize)]
-struct StoredOverride {
+pub(super) struct StoredOverride {
     #[serde(rename = "match")]
     matches: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -54,7 +54,7 @@ struct StoredOverride {
 }
 
 impl StoredOverride {
-    fn of(o: &Override) -> Self {
+    pub(super) fn of(o: &Override) -> Self {
         Self {
             matches: o.matches.clone(),
             max_permits: o.max_permits.map(MaxPermits::get),
@@ -88,7 +88,7 @@ impl StoredOverride {
 }
 
 /// The `overrides` column: NULL when there are none.
-fn overrides_json(spec: &PolicySpec) -> Option<String> {
+pub(super) fn overrides_json(spec: &PolicySpec) -> Option<String> {
     (!spec.overrides.is_empty()).then(|| {
         let stored: Vec<StoredOverride> = spec.overrides.iter().map(StoredOverride::of).collect();
         serde_json::to_string(&stored).expect("overrides serialise")
@@ -98,7 +98,7 @@ fn overrides_json(spec: &PolicySpec) -> Option<String> {
 impl PolicyRow {
     /// Rows are parsed like any other input: a row that no longer parses is an error
     /// with the policy's name, never a silently wrong limit.
-    fn parse(self) -> StoreResult<PolicyRecord> {
+    pub(super) fn parse(self) -> StoreResult<PolicyRecord> {
         let name = self.name.clone();
         let parse = || -> anyhow::Result<PolicyRecord> {
             let allowed: Vec<String> = serde_json::from_str(&self.allowed_apps)?;
@@ -157,13 +157,13 @@ const SELECT: &str = "SELECT p.id, p.name, a.slug AS owner_app, p.algorithm, p.r
     p.max_permits, p.window_ms, p.lease_ttl_ms, p.allowed_apps, p.failure_mode, p.enabled, p.description, p.scope, p.overrides, p.version, \
     p.created_ms, p.updated_ms FROM policies p JOIN apps a ON a.id = p.app_id";
 
-fn apps_json(spec: &PolicySpec) -> String {
+pub(super) fn apps_json(spec: &PolicySpec) -> String {
     let slugs: Vec<&str> = spec.allowed_apps.iter().map(AppSlug::as_str).collect();
     serde_json::to_string(&slugs).expect("a list of strings serialises")
 }
 
 /// The `rate` column is NOT NULL (it predates the other algorithms): 0 where unused.
-fn stored_rate(spec: &PolicySpec) -> f64 {
+pub(super) fn stored_rate(spec: &PolicySpec) -> f64 {
     spec.rate.map_or(0.0, Rate::get)
 }
 

@@ -244,7 +244,7 @@ async fn a_redis_outage_fails_closed_or_open_as_the_policy_says() {
 
 /// Every operation the server serves under `/v1/` and `/api/v1/` (`api::routes`), with
 /// the path as the OpenAPI document spells it.
-const API_OPERATIONS: [(&str, &str); 21] = [
+const API_OPERATIONS: [(&str, &str); 23] = [
     ("post", "/v1/acquire"),
     ("post", "/v1/release"),
     ("get", "/api/v1/apps"),
@@ -265,6 +265,8 @@ const API_OPERATIONS: [(&str, &str); 21] = [
     ("get", "/api/v1/policies/{name}/state"),
     ("delete", "/api/v1/policies/{name}/state"),
     ("get", "/api/v1/policies/{name}/top"),
+    ("get", "/api/v1/policies/{name}/versions"),
+    ("post", "/api/v1/policies/{name}/rollback"),
     ("get", "/api/v1/audit"),
 ];
 
@@ -328,9 +330,9 @@ fn routes_to(template: &str, path: &str) -> bool {
             _ => false,
         }
     }
-    // A path ending in /state or /top is that resource's: its other methods answer 405 (a
-    // policy whose name ends so is reached percent-encoded, %2F).
-    for own in ["/state", "/top"] {
+    // A path ending in /state, /top, /versions or /rollback is that resource's: its other
+    // methods answer 405 (a policy whose name ends so is reached percent-encoded, %2F).
+    for own in ["/state", "/top", "/versions", "/rollback"] {
         if path.starts_with("/api/v1/policies/") && path.ends_with(own) && !template.ends_with(own)
         {
             return false;

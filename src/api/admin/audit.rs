@@ -51,9 +51,12 @@ pub async fn list_audit(
         app: filter_value("app", q.app)?,
         user: filter_value("user", q.user)?,
         policy: filter_value("policy", q.policy)?,
+        from_ms: None,
+        until_ms: None,
         visible_apps: None,
         page: q.page.unwrap_or(1).max(1),
         per_page: 0,
+        peek_next: false,
     };
     Ok(HttpResponse::Ok().json(state.control.list_audit(&actor, filter).await?))
 }

@@ -52,8 +52,9 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
                     .route(web::post().to(policies::create_policy))
                     .route(web::get().to(policies::list_policies)),
             )
-            // Policy names may contain '/': the top and state resources are matched first,
-            // and a name ending in "/top" or "/state" is reached percent-encoded (%2F).
+            // Policy names may contain '/': the top, state, versions and rollback resources
+            // are matched first, and a name ending in one of those words is reached
+            // percent-encoded (%2F).
             .service(
                 resource("/policies/{name:.+}/top", "GET")
                     .route(web::get().to(policies::top_callers)),
@@ -62,6 +63,14 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
                 resource("/policies/{name:.+}/state", "GET, DELETE")
                     .route(web::get().to(policies::policy_state))
                     .route(web::delete().to(policies::reset_bucket)),
+            )
+            .service(
+                resource("/policies/{name:.+}/versions", "GET")
+                    .route(web::get().to(policies::policy_versions)),
+            )
+            .service(
+                resource("/policies/{name:.+}/rollback", "POST")
+                    .route(web::post().to(policies::rollback_policy)),
             )
             .service(
                 resource("/policies/{name:.+}", "GET, PATCH, DELETE")

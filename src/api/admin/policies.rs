@@ -2,7 +2,7 @@ use actix_web::{HttpResponse, web};
 use serde::Deserialize;
 
 use crate::api::auth::AdminActor;
-use crate::control::{PolicyInput, PolicyView, TopCallers};
+use crate::control::{PolicyInput, PolicyVersionView, PolicyView, RollbackInput, TopCallers};
 use crate::limiter::BucketState;
 
 use crate::api::json::ValidJson;
@@ -238,4 +238,62 @@ pub async fn top_callers(
             .top_callers(&actor, &policy_name(&name), query.minutes.unwrap_or(5))
             .await?,
     ))
+}
+
+#[derive(Deserialize)]
+pub struct VersionsQuery {
+    before: Option<i64>,
+}
+
+#[utoipa::path(
+    get, path = "/api/v1/policies/{name}/versions", tag = "policies",
+    params(("name" = String, Path), ("before" = Option<i64>, Query, description = "only versions older than this one (the next page)")),
+    responses(
+        (status = 200, description = "The policy's saved versions, newest first, 50 at most", body = Vec<PolicyVersionView>),
+        (status = 400, description = "Malformed query string", body = Problem, content_type = "application/problem+json"),
+        (status = 401, description = "No or bad access token", body = Problem, content_type = "application/problem+json"),
+        (status = 403, description = "Not permitted", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No such policy", body = Problem, content_type = "application/problem+json"),
+        (status = 503, description = "The database unreachable", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("access_token" = []))
+)]
+pub async fn policy_versions(
+    state: web::Data<AppState>,
+    AdminActor(actor): AdminActor,
+    name: web::Path<String>,
+    query: web::Query<VersionsQuery>,
+) -> Reply {
+    let history = state
+        .control
+        .policy_history(&actor, &policy_name(&name), query.before)
+        .await?;
+    Ok(HttpResponse::Ok().json(history.versions))
+}
+
+#[utoipa::path(
+    post, path = "/api/v1/policies/{name}/rollback", tag = "policies", params(("name" = String, Path)), request_body = RollbackInput,
+    responses(
+        (status = 200, description = "The policy as it is now: a new version equal to the one restored", body = PolicyView),
+        (status = 400, description = "Malformed JSON body", body = Problem, content_type = "application/problem+json"),
+        (status = 401, description = "No or bad access token", body = Problem, content_type = "application/problem+json"),
+        (status = 403, description = "Not permitted", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No such policy", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "The version sent is not the policy's current one (see current_version)", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "to_version or version missing, or no such saved version", body = Problem, content_type = "application/problem+json"),
+        (status = 503, description = "The database unreachable", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("access_token" = []))
+)]
+pub async fn rollback_policy(
+    state: web::Data<AppState>,
+    AdminActor(actor): AdminActor,
+    name: web::Path<String>,
+    body: ValidJson<RollbackInput>,
+) -> Reply {
+    let policy = state
+        .control
+        .rollback_policy(&actor, &policy_name(&name), body.0)
+        .await?;
+    Ok(HttpResponse::Ok().json(policy))
 }

@@ -18,9 +18,11 @@ use crate::domain::{Algorithm, FieldErrors};
 use crate::state::AppState;
 
 mod form;
+mod history;
 mod overrides_text;
 mod overview;
 
+pub use history::{rollback, show as history};
 pub use overview::{limit_status, reset, show};
 
 use form::PolicyForm;

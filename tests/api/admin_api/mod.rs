@@ -21,6 +21,7 @@ mod members;
 mod odd_input;
 mod policies;
 mod policy_changes;
+mod policy_history;
 mod policy_permissions;
 mod policy_validation;
 mod simultaneous_requests;

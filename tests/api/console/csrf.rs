@@ -121,6 +121,12 @@ fn every_console_form(key_id: &str) -> Vec<Form> {
             None,
         ),
         form("/policies/orders.create/edit", &edit, None),
+        // Back to version 1, from the version 2 the edit above saved.
+        form(
+            "/policies/orders.create/rollback",
+            &[("to_version", "1"), ("version", "2")],
+            Some("/policies/orders.create/history?done=policy-rolled-back"),
+        ),
         form(
             "/policies/orders.create/delete",
             &[],
@@ -171,7 +177,7 @@ async fn every_console_form_needs_the_sessions_own_csrf_token() {
     assert_ne!(own_token, foreign_token);
 
     let forms = every_console_form(&key_id);
-    assert_eq!(forms.len(), 13, "every POST route but /login");
+    assert_eq!(forms.len(), 14, "every POST route but /login");
     for Form { path, fields, done } in forms {
         let before = snapshot(&app).await;
         for (csrf, what) in [

@@ -20,8 +20,10 @@ use crate::helpers::*;
 
 mod account;
 mod audit;
+mod audit_export;
 mod csrf;
 mod escaping;
+mod history;
 mod keys;
 mod last_owner;
 mod lifecycle;
@@ -170,6 +172,10 @@ fn changes_to_shop(key_id: &str) -> Vec<(String, Vec<(&'static str, &'static str
             policy_fields("forged.one", "5"),
         ),
         ("/policies/orders.create/edit".to_owned(), edit),
+        (
+            "/policies/orders.create/rollback".to_owned(),
+            vec![("to_version", "1"), ("version", "1")],
+        ),
         ("/policies/orders.create/delete".to_owned(), vec![]),
         (
             "/apps/shop/members".to_owned(),

@@ -11,7 +11,7 @@ use serde_json::json;
 
 use crate::helpers::*;
 
-const PAGES: [&str; 11] = [
+const PAGES: [&str; 13] = [
     "/apps",
     "/apps/shop",
     "/apps/shop/delete",
@@ -20,7 +20,9 @@ const PAGES: [&str; 11] = [
     "/policies/p0/overview",
     "/policies/p0/edit",
     "/policies/keyed/overview?key=ann",
+    "/policies/p0/history",
     "/audit",
+    "/audit.csv?app=shop",
     "/users",
     "/account",
 ];
@@ -33,6 +35,18 @@ async fn costs_with(policies: usize) -> BTreeMap<&'static str, (f64, f64)> {
         app.create_policy(json!({"name": format!("p{i}"), "owner_app": "shop",
                                  "rate": 1, "max_permits": 10}))
             .await;
+    }
+    // As many versions of p0 as there are policies: its history grows with them too.
+    for version in 1..=policies {
+        let r = app
+            .send(
+                "PATCH",
+                "/api/v1/policies/p0",
+                &app.admin_token,
+                Some(json!({"max_permits": 10 + version, "version": version})),
+            )
+            .await;
+        expect_status(r, StatusCode::OK).await;
     }
     app.create_policy(
         json!({"name": "keyed", "owner_app": "shop", "scope": "per_key",

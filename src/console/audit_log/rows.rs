@@ -1,0 +1,79 @@
+//! One audit event as the log shows it: who did what to which thing (API keys and tokens
+//! by their label), and the changes as diffs in the console's units.
+
+use crate::console::diff::{Change, changes};
+use crate::console::format::short_time;
+use crate::control::AuditView;
+
+pub struct AuditRow {
+    pub at: String,
+    /// RFC 3339, for `<time datetime>`.
+    pub at_iso: String,
+    pub actor: String,
+    pub app: String,
+    /// What kind of thing changed: "policy", "API key", ...
+    pub kind: String,
+    /// Which one: a name, a slug, a username, a key's label.
+    pub entity: String,
+    pub action: String,
+    pub changes: Vec<Change>,
+}
+
+fn kind(entity_type: &str) -> String {
+    match entity_type {
+        "api_key" => "API key".to_owned(),
+        "access_token" => "access token".to_owned(),
+        "app" => "application".to_owned(),
+        other => other.replace('_', " "),
+    }
+}
+
+fn action(event: &AuditView) -> String {
+    match event.action.as_str() {
+        "rollback" => match event
+            .after
+            .as_ref()
+            .and_then(|a| a["restored_version"].as_i64())
+        {
+            Some(v) => format!("rolled back to version {v}"),
+            None => "rolled back".to_owned(),
+        },
+        "create" => "created".to_owned(),
+        "update" => "changed".to_owned(),
+        "delete" => "deleted".to_owned(),
+        "revoke" => "revoked".to_owned(),
+        "reset_bucket" => "bucket reset".to_owned(),
+        "set_password" => "password set".to_owned(),
+        other => other.replace('_', " "),
+    }
+}
+
+/// Keys and tokens are named by their label (their id is a meaningless hex string); the
+/// label is in the event's before or after.
+fn entity(event: &AuditView) -> String {
+    if matches!(event.entity_type.as_str(), "api_key" | "access_token") {
+        let label = [&event.after, &event.before]
+            .into_iter()
+            .flatten()
+            .find_map(|v| v["label"].as_str());
+        if let Some(label) = label {
+            return label.to_owned();
+        }
+    }
+    event.entity_id.clone()
+}
+
+impl From<AuditView> for AuditRow {
+    fn from(e: AuditView) -> Self {
+        Self {
+            at: short_time(&e.at),
+            kind: kind(&e.entity_type),
+            entity: entity(&e),
+            action: action(&e),
+            changes: changes(e.before.as_ref(), e.after.as_ref()),
+            at_iso: e.at,
+            actor: e.actor,
+            app: e.app.unwrap_or_default(),
+        }
+    }
+}
