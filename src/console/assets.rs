@@ -17,6 +17,11 @@ const FILES: &[(&str, &str, &str)] = &[
         "text/javascript; charset=utf-8",
         include_str!("../../static/console.js"),
     ),
+    (
+        "app-filter.js",
+        "text/javascript; charset=utf-8",
+        include_str!("../../static/app-filter.js"),
+    ),
 ];
 
 pub async fn serve(file: web::Path<String>) -> Result<HttpResponse, ConsoleError> {

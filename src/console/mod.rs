@@ -9,6 +9,7 @@ mod audit;
 mod error;
 mod format;
 mod forms;
+mod html_form;
 mod login;
 mod login_guard;
 mod page;
@@ -64,7 +65,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
             .service(
                 web::resource("/apps/{slug}/policies")
                     .guard(guard::Post())
-                    .app_data(form_config(POLICY_FORM_LIMIT))
+                    .app_data(web::PayloadConfig::new(POLICY_FORM_LIMIT))
                     .route(web::post().to(policies::create)),
             )
             // Policy names may contain '/': the action is the last segment.
@@ -77,7 +78,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
             .service(
                 web::resource("/policies/{name:.+}/edit")
                     .guard(guard::Post())
-                    .app_data(form_config(POLICY_FORM_LIMIT))
+                    .app_data(web::PayloadConfig::new(POLICY_FORM_LIMIT))
                     .route(web::post().to(policies::update)),
             )
             .route(
@@ -107,7 +108,8 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
 /// The largest form body a console page sends.
 const FORM_LIMIT: usize = 64 * 1024;
 
-/// The policy form's: 1,000 overrides with keys of up to 256 bytes, percent-encoded.
+/// The policy form's (read by `HtmlForm`, whose limit is the route's `PayloadConfig`):
+/// 1,000 overrides with keys of up to 256 bytes, percent-encoded.
 const POLICY_FORM_LIMIT: usize = 1024 * 1024;
 
 fn form_config(limit: usize) -> web::FormConfig {

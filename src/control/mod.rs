@@ -13,6 +13,7 @@ mod live;
 mod members;
 mod overrides;
 mod policies;
+mod policy_checks;
 mod policy_spec;
 mod users;
 mod views;

@@ -8,7 +8,7 @@ use actix_web::{HttpResponse, web};
 use askama::Template;
 
 use crate::console::error::ConsoleError;
-use crate::console::format::{ago, number, readable_limit, short_time};
+use crate::console::format::{ago, friendly_name, number, readable_limit, short_time};
 use crate::console::forms::FormErrors;
 use crate::console::page::{Chrome, Notice};
 use crate::console::session::SignedIn;
@@ -50,11 +50,11 @@ impl PolicyRow {
                 Scope::PerApp => ", for each app",
                 Scope::PerKey => ", for each key",
             },
-            algorithm: policy.algorithm.as_str(),
+            algorithm: friendly_name(policy.algorithm.as_str()),
             rate: readable_limit(policy),
             max_permits: policy.max_permits,
             allowed_apps: policy.allowed_apps.join(", "),
-            failure_mode: policy.failure_mode.as_str(),
+            failure_mode: friendly_name(policy.failure_mode.as_str()),
             enabled: policy.enabled,
             version: policy.version,
             current: state.map_or("–".to_owned(), |s| number(s.current_permits.floor())),
@@ -131,7 +131,9 @@ impl AppPage {
                     .last_used_at
                     .as_deref()
                     .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
-                    .map_or("never".to_owned(), |t| ago(t.timestamp_millis(), now)),
+                    .map_or("never".to_owned(), |t| {
+                        ago(t.timestamp_millis(), now).to_string()
+                    }),
                 revoked: k.revoked_at.as_deref().map(short_time),
             })
             .collect();
