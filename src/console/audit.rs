@@ -24,6 +24,7 @@ pub struct AuditQuery {
     user: String,
     #[serde(default)]
     policy: String,
+    #[serde(default, deserialize_with = "super::query::page_number")]
     page: Option<u32>,
 }
 

@@ -19,8 +19,10 @@ use crate::helpers::*;
 
 mod account;
 mod audit;
+mod chrome;
 mod csrf;
 mod escaping;
+mod forms;
 mod keys;
 mod live_state;
 mod not_found;
