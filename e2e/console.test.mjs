@@ -99,7 +99,7 @@ consoleSuite('console', () => {
     const form = policyForm(page);
     assert.equal(await form.count(), 1, 'no form with a "Create policy" button');
     const field = (name) => form.locator(`[name="${name}"]`);
-    for (const name of ['name', 'rate', 'rate_unit', 'max_permits', 'allowed_apps', 'failure_mode', 'enabled', 'description']) {
+    for (const name of ['name', 'rate', 'rate_unit', 'max_permits', 'failure_mode', 'enabled', 'description']) {
       assert.equal(await field(name).count(), 1, `policy form: no single [name=${name}]`);
       await assertLabelled(field(name), `policy form field ${name}`);
     }
@@ -112,11 +112,11 @@ consoleSuite('console', () => {
     assert.equal(await field('enabled').getAttribute('type'), 'checkbox');
     assert.equal(await field('enabled').isChecked(), true, 'enabled is not checked by default');
     assert.equal(await field('description').evaluate((el) => el.tagName), 'TEXTAREA');
-    const allowed = await field('allowed_apps').inputValue();
-    assert.ok(
-      allowed.split(',').map((s) => s.trim()).includes(APP.slug),
-      `allowed_apps is not prefilled with ${APP.slug}: ${JSON.stringify(allowed)}`,
-    );
+    // Allowed applications: one labelled checkbox per application, its own ticked.
+    const own = form.locator(`input[type=checkbox][name="allowed_apps"][value="${APP.slug}"]`);
+    assert.equal(await own.count(), 1, `no allowed_apps checkbox for ${APP.slug}`);
+    await assertLabelled(own, `allowed_apps checkbox ${APP.slug}`);
+    assert.equal(await own.isChecked(), true, `allowed_apps ${APP.slug} is not ticked by default`);
 
     await field('name').fill(CHECKOUT.name);
     await field('rate').fill(CHECKOUT.rate);
@@ -247,13 +247,14 @@ consoleSuite('console', () => {
     const field = (name) => form.locator(`[name="${name}"]`);
     // The token bucket (the default) takes a rate and no window.
     assert.equal(await field('rate').isVisible(), true, 'rate hidden for token_bucket');
-    assert.equal(await field('window_ms').isVisible(), false, 'window_ms shown for token_bucket');
+    assert.equal(await field('window').isVisible(), false, 'window shown for token_bucket');
     await field('algorithm').selectOption('fixed_window');
     assert.equal(await field('rate').isVisible(), false, 'rate shown for fixed_window');
-    assert.equal(await field('window_ms').isVisible(), true, 'window_ms hidden for fixed_window');
-    assert.equal(await field('lease_ttl_ms').isVisible(), false, 'lease_ttl_ms shown for fixed_window');
+    assert.equal(await field('window').isVisible(), true, 'window hidden for fixed_window');
+    assert.equal(await field('lease_ttl').isVisible(), false, 'lease_ttl shown for fixed_window');
     await field('name').fill('search');
-    await field('window_ms').fill('60000');
+    await field('window').fill('1');
+    await field('window_unit').selectOption('minute');
     await field('max_permits').fill('5');
     await screenshots(page, 'policy-form-fixed-window');
     await Promise.all([nextFormPost(page), form.getByRole('button', { name: 'Create policy', exact: true }).click()]);
@@ -261,7 +262,7 @@ consoleSuite('console', () => {
     assert.equal(pathname(page), `/apps/${APP.slug}`, `after create: ${pathname(page)}`);
     const row = page.locator('#policies tr[data-policy="search"]');
     await row.waitFor({ state: 'visible' });
-    assert.equal((await row.locator('td[data-col="algorithm"]').innerText()).trim(), 'fixed_window');
+    assert.equal((await row.locator('td[data-col="algorithm"]').innerText()).trim(), 'Fixed window');
     assert.equal((await row.locator('td[data-col="rate"]').innerText()).trim(), '5 per minute');
     assert.equal((await row.locator('td[data-col="current"]').innerText()).trim(), '5');
   });

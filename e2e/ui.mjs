@@ -4,7 +4,8 @@
 // helpers below inside it.
 
 import assert from 'node:assert/strict';
-import { mkdir } from 'node:fs/promises';
+import { mkdir, readFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
 import path from 'node:path';
 import { after, afterEach, before, describe, test } from 'node:test';
 
@@ -19,9 +20,12 @@ export const LIVE_UPDATE_TIMEOUT_MS = 20_000;
 export const env = { server: null, browser: null };
 const contexts = new Set();
 
-/** A fresh browser context (own cookies) at `viewport` (desktop by default); closed after the test. */
-export async function newPage(viewport = DESKTOP) {
-  const context = await env.browser.newContext({ viewport, baseURL: env.server.base });
+/**
+ * A fresh browser context (own cookies) at `viewport` (desktop by default), with other
+ * context `options` (such as `javaScriptEnabled: false`); closed after the test.
+ */
+export async function newPage(viewport = DESKTOP, options = {}) {
+  const context = await env.browser.newContext({ ...options, viewport, baseURL: env.server.base });
   context.setDefaultTimeout(ACTION_TIMEOUT_MS);
   contexts.add(context);
   return context.newPage();
@@ -72,6 +76,35 @@ export async function assertLabelled(locator, what) {
 }
 
 export const optionValues = (select) => select.locator('option').evaluateAll((os) => os.map((o) => o.value));
+
+// axe-core's script, from node_modules (a dev dependency): injected into each page checked.
+const AXE_SCRIPT = createRequire(import.meta.url).resolve('axe-core/axe.min.js');
+let axeSource = null;
+
+/**
+ * Runs axe-core on the page as it is now and fails on any violation, naming each rule,
+ * its impact and the elements. The script is evaluated through the DevTools protocol,
+ * which the pages' Content-Security-Policy (scripts from the site only) does not block.
+ */
+export async function assertAccessible(page, what = pathname(page)) {
+  axeSource ??= await readFile(AXE_SCRIPT, 'utf8');
+  if (!(await page.evaluate(() => typeof window.axe === 'object'))) {
+    await page.evaluate(axeSource);
+  }
+  const violations = await page.evaluate(async () => {
+    const result = await window.axe.run(document, { resultTypes: ['violations'] });
+    return result.violations.map((v) => ({
+      id: v.id,
+      impact: v.impact,
+      help: v.help,
+      nodes: v.nodes.slice(0, 5).map((n) => `${n.target.join(' ')}: ${n.failureSummary}`),
+    }));
+  });
+  const report = violations
+    .map((v) => `- ${v.id} (${v.impact}): ${v.help}\n    ${v.nodes.join('\n    ')}`)
+    .join('\n');
+  assert.equal(violations.length, 0, `axe-core found violations on ${what}:\n${report}`);
+}
 
 const slug = (s) => s.replace(/[^a-z0-9]+/gi, '-').replace(/^-|-$/g, '');
 

@@ -220,7 +220,7 @@ async fn not_found(req: HttpRequest) -> HttpResponse {
     if api::is_api_path(req.path()) {
         api::not_found(&req)
     } else {
-        console::not_found(&req)
+        console::not_found(&req).await
     }
 }
 

@@ -79,7 +79,9 @@ async fn page(
             id: t.id,
             label: t.label,
             created: short_time(&rfc3339(t.created_ms)),
-            last_used: t.last_used_ms.map_or("never".to_owned(), |at| ago(at, now)),
+            last_used: t
+                .last_used_ms
+                .map_or("never".to_owned(), |at| ago(at, now).to_string()),
         })
         .collect();
     Ok(AccountPage {

@@ -34,6 +34,11 @@ const FILES: &[(&str, &str, &str)] = &[
         "text/javascript; charset=utf-8",
         include_str!("../../static/console.js"),
     ),
+    (
+        "app-filter.js",
+        "text/javascript; charset=utf-8",
+        include_str!("../../static/app-filter.js"),
+    ),
 ];
 
 static ASSETS: LazyLock<Vec<Asset>> = LazyLock::new(|| {

@@ -1,13 +1,20 @@
 //! What a console request that cannot go on answers: a redirect to sign in, or an HTML
-//! error page with the right status. Internal error text is logged, never shown.
+//! error page with the right status, inside the signed-in user's navigation when there is
+//! one. Internal error text is logged, never shown.
 
+use actix_web::body::{BoxBody, MessageBody};
+use actix_web::dev::{ServiceRequest, ServiceResponse};
 use actix_web::http::StatusCode;
 use actix_web::http::header::{self, ContentType};
-use actix_web::{HttpResponse, ResponseError};
+use actix_web::middleware::Next;
+use actix_web::{HttpMessage, HttpRequest, HttpResponse, ResponseError, web};
 use askama::Template;
+use secrecy::SecretString;
 
-use super::page::Chrome;
+use super::page::{Chrome, ChromeUser};
+use super::session::SESSION_COOKIE;
 use crate::control::ControlError;
+use crate::state::AppState;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConsoleError {
@@ -103,13 +110,25 @@ impl ResponseError for ConsoleError {
     }
 
     fn error_response(&self) -> HttpResponse {
-        let (title, message) = match self {
-            Self::SignInRequired { next } => {
-                let target = format!("/login?next={}", super::format::url_encode(next));
-                return HttpResponse::SeeOther()
-                    .insert_header((header::LOCATION, target))
-                    .finish();
-            }
+        if let Self::SignInRequired { next } = self {
+            let target = format!("/login?next={}", super::format::url_encode(next));
+            return HttpResponse::SeeOther()
+                .insert_header((header::LOCATION, target))
+                .finish();
+        }
+        if let Self::Internal(e) = self {
+            tracing::error!(error = ?e, "console request failed");
+        }
+        let (title, message) = self.page_text();
+        render_error(self.status_code(), title, message, Chrome::error_page())
+    }
+}
+
+impl ConsoleError {
+    /// The error page's title and message.
+    fn page_text(&self) -> (&'static str, String) {
+        match self {
+            Self::SignInRequired { .. } => ("Sign-in required", "Sign in first.".to_owned()),
             Self::Forbidden => (
                 "Not permitted",
                 "Your role does not allow this. Ask an owner of the application or an admin."
@@ -134,22 +153,74 @@ impl ResponseError for ConsoleError {
                  show or change anything; try again shortly. Acquires go on meanwhile."
                     .to_owned(),
             ),
-            Self::Internal(e) => {
-                tracing::error!(error = ?e, "console request failed");
-                (
-                    "Something went wrong",
-                    "The server could not complete this request; the details are in its log."
-                        .to_owned(),
-                )
-            }
-        };
-        render_error(self.status_code(), title, message)
+            Self::Internal(_) => (
+                "Something went wrong",
+                "The server could not complete this request; the details are in its log."
+                    .to_owned(),
+            ),
+        }
     }
 }
 
-pub fn render_error(status: StatusCode, title: &'static str, message: String) -> HttpResponse {
+/// Middleware of the console: an error page is rendered again inside the navigation of
+/// the user who is signed in (known from the request when its handler read the session,
+/// else looked up from the cookie), so that an error never strands them.
+pub async fn in_navigation(
+    req: ServiceRequest,
+    next: Next<impl MessageBody + 'static>,
+) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
+    let res = next.call(req).await?.map_into_boxed_body();
+    let Some(error) = res
+        .response()
+        .error()
+        .and_then(|e| e.as_error::<ConsoleError>())
+    else {
+        return Ok(res);
+    };
+    let database_down = matches!(error, ConsoleError::Unavailable(Service::Database));
+    if matches!(error, ConsoleError::SignInRequired { .. }) || database_down {
+        return Ok(res);
+    }
+    let (status, (title, message)) = (error.status_code(), error.page_text());
+    let Some(user) = signed_in_user(res.request()).await else {
+        return Ok(res);
+    };
+    let chrome = Chrome {
+        user: Some(user),
+        section: "error",
+        notice: None,
+    };
+    let (req, _) = res.into_parts();
+    Ok(ServiceResponse::new(
+        req,
+        render_error(status, title, message, chrome),
+    ))
+}
+
+/// The user whose session the request carries, if any.
+pub async fn signed_in_user(req: &HttpRequest) -> Option<ChromeUser> {
+    let known = req.extensions().get::<ChromeUser>().cloned();
+    if known.is_some() {
+        return known;
+    }
+    let token = SecretString::from(req.cookie(SESSION_COOKIE)?.value());
+    let state = req.app_data::<web::Data<AppState>>()?;
+    let session = state.control.session(&token).await.ok()??;
+    Some(ChromeUser {
+        name: session.user.username.clone(),
+        is_admin: session.user.is_admin(),
+        csrf: session.csrf_token,
+    })
+}
+
+pub fn render_error(
+    status: StatusCode,
+    title: &'static str,
+    message: String,
+    chrome: Chrome,
+) -> HttpResponse {
     let page = ErrorPage {
-        chrome: Chrome::error_page(),
+        chrome,
         status: status.as_u16(),
         title,
         message,

@@ -1,4 +1,8 @@
-//! How values read on a page: rates in words, times relative to now.
+//! How values read on a page: rates in words, code names as people say them, times
+//! relative to now.
+
+use crate::control::PolicyView;
+use crate::domain::{DurationUnit, RateUnit};
 
 const UNITS: [(&str, f64); 4] = [
     ("second", 1.0),
@@ -100,24 +104,86 @@ pub fn duration(ms: i64) -> String {
         )
 }
 
-/// What a policy allows, in words, whatever its algorithm: "10 per second",
-/// "40 per 100 ms", "8 at once (leases up to 30 s)".
-pub fn readable_limit(policy: &crate::control::PolicyView) -> String {
+/// What a policy allows, in words, whatever its algorithm, in the units it was entered
+/// in: "100 per day", "40 per 5 minutes", "8 at once (leases up to 30 seconds)".
+pub fn readable_limit(policy: &PolicyView) -> String {
     match (policy.rate, policy.window_ms, policy.lease_ttl_ms) {
-        (Some(rate), _, _) => readable_rate(rate),
-        (None, Some(window), _) => {
-            format!("{} per {}", policy.max_permits, readable_window(window))
-        }
+        (Some(rate), _, _) => match policy.rate_unit {
+            Some(unit) => format!("{} per {}", number(rate * unit.seconds()), unit.as_str()),
+            None => readable_rate(rate),
+        },
+        (None, Some(window), _) => format!(
+            "{} per {}",
+            policy.max_permits,
+            match policy.window_unit {
+                Some(unit) => duration_words(window, unit, true),
+                None => readable_window(window),
+            }
+        ),
         (None, None, Some(ttl)) => format!(
             "{} at once (leases up to {})",
             policy.max_permits,
-            readable_window(ttl)
-                .replace("second", "1 s")
-                .replace("minute", "1 min")
-                .replace("hour", "1 h")
-                .replace("day", "1 day")
+            match policy.lease_ttl_unit {
+                Some(unit) => duration_words(ttl, unit, false),
+                None => readable_window(ttl)
+                    .replace("second", "1 s")
+                    .replace("minute", "1 min")
+                    .replace("hour", "1 h")
+                    .replace("day", "1 day"),
+            }
         ),
         (None, None, None) => String::new(),
+    }
+}
+
+/// A duration in a unit: "5 minutes", "1.5 seconds", "100 ms"; exactly one unit reads as
+/// the unit alone ("minute", as in "40 per minute") when `alone_if_one`.
+fn duration_words(ms: i64, unit: DurationUnit, alone_if_one: bool) -> String {
+    let amount = ms as f64 / unit.millis() as f64;
+    match (unit, is_whole(amount) && amount.round() == 1.0) {
+        (DurationUnit::Ms, _) => format!("{} ms", number(amount)),
+        (_, true) if alone_if_one => unit.as_str().to_owned(),
+        (_, true) => format!("1 {}", unit.as_str()),
+        (_, false) => format!("{} {}s", number(amount), unit.as_str()),
+    }
+}
+
+/// The unit a rate reads in: the one it was entered in, else the smallest in which it is
+/// at least 1.
+pub fn rate_unit_of(per_second: f64, chosen: Option<RateUnit>) -> RateUnit {
+    chosen.unwrap_or_else(|| {
+        let (_, unit) = rate_in_unit(per_second);
+        RateUnit::parse_field("rate_unit", unit).unwrap_or(RateUnit::Day)
+    })
+}
+
+/// An amount as a form shows it back: as typed, without the noise of binary fractions
+/// (100 per day is stored per second and reads back as 100, not 100.00000000000001).
+pub fn amount(x: f64) -> String {
+    if !x.is_finite() || x == 0.0 {
+        return x.to_string();
+    }
+    // Twelve significant digits: more than anyone types, fewer than the noise.
+    format!("{x:.11e}").parse::<f64>().unwrap_or(x).to_string()
+}
+
+/// The name people use for a code value of the console's choices: algorithms, failure
+/// modes and scopes ("token_bucket" is "Token bucket"). One place, so that every page
+/// says the same; a value it does not know is shown as it is.
+pub fn friendly_name(code: &str) -> &str {
+    match code {
+        "token_bucket" => "Token bucket",
+        "fixed_window" => "Fixed window",
+        "sliding_log" => "Sliding log",
+        "sliding_window" => "Sliding window",
+        "concurrency" => "Concurrency (leases)",
+        "gcra" => "GCRA (leaky bucket)",
+        "closed" => "Fail closed: refuse when Redis is unreachable",
+        "open" => "Fail open: grant when Redis is unreachable",
+        "global" => "Global: one bucket shared by every allowed app",
+        "per_app" => "Per app: each calling application has its own bucket",
+        "per_key" => "Per key: each key a client names has its own bucket",
+        other => other,
     }
 }
 
@@ -126,17 +192,46 @@ pub fn unit_seconds(unit: &str) -> Option<f64> {
     UNITS.iter().find(|(u, _)| *u == unit).map(|&(_, s)| s)
 }
 
-/// "just now", "5 min ago", "3 h ago", "2 days ago", or the date.
-pub fn ago(ms: i64, now_ms: i64) -> String {
+/// A moment shown relative to now ("5 min ago"), with the exact time in UTC on hover
+/// and for machines: `<time datetime="..." title="...">5 min ago</time>`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Moment {
+    /// RFC 3339, for `datetime`.
+    pub iso: String,
+    /// "2026-11-22 04:19:07 UTC", for `title`.
+    pub exact: String,
+    pub relative: String,
+}
+
+impl std::fmt::Display for Moment {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "<time datetime=\"{}\" title=\"{}\">{}</time>",
+            self.iso, self.exact, self.relative
+        )
+    }
+}
+
+/// Its parts are made here from a number only (digits, dashes, colons, letters of fixed
+/// words), so its markup needs no escaping.
+impl askama::filters::HtmlSafe for Moment {}
+
+/// "just now", "5 min ago", "3 h ago", "2 days ago", or the date, as a [`Moment`].
+pub fn ago(ms: i64, now_ms: i64) -> Moment {
     let secs = (now_ms - ms).max(0) / 1000;
-    match secs {
+    let at = chrono::DateTime::from_timestamp_millis(ms).unwrap_or_default();
+    let relative = match secs {
         0..=59 => "just now".to_owned(),
         60..=3599 => format!("{} min ago", secs / 60),
         3600..=86_399 => format!("{} h ago", secs / 3600),
         86_400..=2_591_999 => format!("{} days ago", secs / 86_400),
-        _ => chrono::DateTime::from_timestamp_millis(ms)
-            .map(|t| t.format("%Y-%m-%d").to_string())
-            .unwrap_or_default(),
+        _ => at.format("%Y-%m-%d").to_string(),
+    };
+    Moment {
+        iso: at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+        exact: at.format("%Y-%m-%d %H:%M:%S UTC").to_string(),
+        relative,
     }
 }
 
@@ -210,12 +305,35 @@ mod tests {
         assert_eq!(duration(7_200_000), "2 h");
         assert_eq!(duration(86_400_000), "1 day");
         assert_eq!(duration(172_800_000), "2 days");
+        assert_eq!(amount(100.0 / 86_400.0 * 86_400.0), "100");
+        assert_eq!(amount(0.1 + 0.2), "0.3");
+        assert_eq!(amount(2.5), "2.5");
+        assert_eq!(
+            duration_words(300_000, DurationUnit::Minute, true),
+            "5 minutes"
+        );
+        assert_eq!(duration_words(60_000, DurationUnit::Minute, true), "minute");
+        assert_eq!(
+            duration_words(1500, DurationUnit::Second, false),
+            "1.5 seconds"
+        );
+        assert_eq!(duration_words(250, DurationUnit::Ms, true), "250 ms");
+        assert_eq!(friendly_name("token_bucket"), "Token bucket");
+        assert_eq!(
+            friendly_name("open"),
+            "Fail open: grant when Redis is unreachable"
+        );
     }
 
     #[test]
     fn times_read_relative() {
-        assert_eq!(ago(1_000, 30_000), "just now");
-        assert_eq!(ago(0, 5 * 60_000), "5 min ago");
+        assert_eq!(ago(1_000, 30_000).relative, "just now");
+        let five = ago(0, 5 * 60_000);
+        assert_eq!(five.relative, "5 min ago");
+        assert_eq!(
+            five.to_string(),
+            "<time datetime=\"1970-01-01T00:00:00Z\" title=\"1970-01-01 00:00:00 UTC\">5 min ago</time>"
+        );
         assert_eq!(url_encode("/apps/a b?x=1"), "/apps/a%20b%3Fx%3D1");
     }
 }

@@ -12,6 +12,7 @@ mod diff;
 mod error;
 mod format;
 mod forms;
+mod html_form;
 mod login;
 mod login_guard;
 mod page;
@@ -19,9 +20,10 @@ mod policies;
 mod session;
 mod users;
 
+use actix_web::error::{PathError, QueryPayloadError};
 use actix_web::http::StatusCode;
 use actix_web::http::header::{self, ContentType};
-use actix_web::middleware::{Compress, DefaultHeaders};
+use actix_web::middleware::{Compress, DefaultHeaders, from_fn};
 use actix_web::{HttpRequest, HttpResponse, guard, web};
 use askama::Template;
 use tracing_actix_web::TracingLogger;
@@ -33,19 +35,14 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         // Registered after the APIs: this scope takes every other path. A span per
         // console request, with its route pattern (never on the acquire path).
         web::scope("")
+            .wrap(from_fn(error::in_navigation))
             .wrap(TracingLogger::default())
             .wrap(security_headers())
             // gzip or brotli, as the browser accepts: a page of 200 policies is ~10x smaller.
             .wrap(Compress::default())
             .app_data(form_config(FORM_LIMIT))
-            .app_data(web::QueryConfig::default().error_handler(|e, _| {
-                ConsoleError::BadRequest(format!("Bad query string: {e}")).into()
-            }))
-            .app_data(
-                web::PathConfig::default().error_handler(|e, _| {
-                    ConsoleError::BadRequest(format!("Bad path: {e}")).into()
-                }),
-            )
+            .app_data(web::QueryConfig::default().error_handler(|e, _| bad_query(e).into()))
+            .app_data(web::PathConfig::default().error_handler(|e, _| bad_path(e).into()))
             .route("/", web::get().to(home))
             .route("/static/{file}", web::get().to(assets::serve))
             .route("/login", web::get().to(login::show))
@@ -85,7 +82,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
             .service(
                 web::resource("/apps/{slug}/policies")
                     .guard(guard::Post())
-                    .app_data(form_config(POLICY_FORM_LIMIT))
+                    .app_data(web::PayloadConfig::new(POLICY_FORM_LIMIT))
                     .route(web::post().to(policies::create)),
             )
             // Policy names may contain '/': the action is the last segment.
@@ -106,7 +103,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
             .service(
                 web::resource("/policies/{name:.+}/edit")
                     .guard(guard::Post())
-                    .app_data(form_config(POLICY_FORM_LIMIT))
+                    .app_data(web::PayloadConfig::new(POLICY_FORM_LIMIT))
                     .route(web::post().to(policies::update)),
             )
             .route(
@@ -145,7 +142,8 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
 /// The largest form body a console page sends.
 const FORM_LIMIT: usize = 64 * 1024;
 
-/// The policy form's: 1,000 overrides with keys of up to 256 bytes, percent-encoded.
+/// The policy form's (read by `HtmlForm`, whose limit is the route's `PayloadConfig`):
+/// 1,000 overrides with keys of up to 256 bytes, percent-encoded.
 const POLICY_FORM_LIMIT: usize = 1024 * 1024;
 
 fn form_config(limit: usize) -> web::FormConfig {
@@ -154,6 +152,39 @@ fn form_config(limit: usize) -> web::FormConfig {
         .error_handler(|e, _| {
             ConsoleError::BadRequest(format!("The form could not be read: {e}")).into()
         })
+}
+
+/// A query string a page cannot read, said in words: a field's own rule names it ("page
+/// must be a whole number"), never the parser's internals.
+fn bad_query(e: QueryPayloadError) -> ConsoleError {
+    let why = match &e {
+        QueryPayloadError::Deserialize(inner) => inner.to_string(),
+        other => other.to_string(),
+    };
+    ConsoleError::BadRequest(format!(
+        "The address asks for something this page cannot show: {}.",
+        in_words(&why)
+    ))
+}
+
+fn bad_path(e: PathError) -> ConsoleError {
+    let why = match &e {
+        PathError::Deserialize(inner) => inner.to_string(),
+        other => other.to_string(),
+    };
+    ConsoleError::BadRequest(format!(
+        "This address does not name a page here: {}.",
+        in_words(&why)
+    ))
+}
+
+/// A parser's message in plain words where it has a familiar one.
+fn in_words(message: &str) -> String {
+    match message {
+        "invalid digit found in string" => "a number has a character that is not a digit".into(),
+        "number too large to fit in target type" => "a number is too large".into(),
+        other => other.trim_end_matches('.').to_owned(),
+    }
 }
 
 async fn home() -> HttpResponse {
@@ -202,12 +233,22 @@ fn security_headers() -> DefaultHeaders {
         .fold(DefaultHeaders::new(), |headers, &pair| headers.add(pair))
 }
 
-/// The page for a console path no route claims.
-pub fn not_found(req: &HttpRequest) -> HttpResponse {
+/// The page for a console path no route claims, inside the navigation of the user who
+/// is signed in, if any.
+pub async fn not_found(req: &HttpRequest) -> HttpResponse {
+    let chrome = match error::signed_in_user(req).await {
+        Some(user) => page::Chrome {
+            user: Some(user),
+            section: "error",
+            notice: None,
+        },
+        None => page::Chrome::error_page(),
+    };
     let path = req.path();
     error::render_error(
         StatusCode::NOT_FOUND,
         "Page not found",
         format!("Nothing lives at {path}. Check the address, or start from your applications."),
+        chrome,
     )
 }

@@ -10,6 +10,7 @@ pub struct Chrome {
     pub notice: Option<&'static str>,
 }
 
+#[derive(Clone)]
 pub struct ChromeUser {
     pub name: String,
     pub is_admin: bool,

@@ -6,7 +6,7 @@ use std::future::Future;
 use std::pin::Pin;
 
 use actix_web::cookie::{Cookie, SameSite, time::Duration};
-use actix_web::{FromRequest, HttpRequest, dev::Payload, web};
+use actix_web::{FromRequest, HttpMessage, HttpRequest, dev::Payload, web};
 use secrecy::{ExposeSecret, SecretString};
 
 use super::error::ConsoleError;
@@ -28,13 +28,17 @@ pub struct SignedIn {
 impl SignedIn {
     pub fn chrome(&self, section: &'static str) -> Chrome {
         Chrome {
-            user: Some(ChromeUser {
-                name: self.actor.name.clone(),
-                is_admin: self.actor.is_admin,
-                csrf: self.csrf.clone(),
-            }),
+            user: Some(self.chrome_user()),
             section,
             notice: None,
+        }
+    }
+
+    fn chrome_user(&self) -> ChromeUser {
+        ChromeUser {
+            name: self.actor.name.clone(),
+            is_admin: self.actor.is_admin,
+            csrf: self.csrf.clone(),
         }
     }
 
@@ -71,16 +75,20 @@ impl FromRequest for SignedIn {
         } else {
             "/apps".to_owned()
         };
+        let req = req.clone();
         Box::pin(async move {
             let state = state.ok_or_else(|| anyhow::anyhow!("app state missing"))?;
             let sign_in = || ConsoleError::SignInRequired { next: next.clone() };
             let token = token.ok_or_else(sign_in)?;
             let session = state.control.session(&token).await?.ok_or_else(sign_in)?;
-            Ok(SignedIn {
+            let signed_in = SignedIn {
                 actor: Actor::from_user(&session.user),
                 csrf: session.csrf_token,
                 token,
-            })
+            };
+            // For an error page of this request: shown inside this user's navigation.
+            req.extensions_mut().insert(signed_in.chrome_user());
+            Ok(signed_in)
         })
     }
 }

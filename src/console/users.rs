@@ -20,7 +20,7 @@ pub struct UserRow {
     pub username: String,
     pub is_admin: bool,
     pub disabled: bool,
-    pub created: String,
+    pub created: super::format::Moment,
     pub is_you: bool,
 }
 

@@ -230,6 +230,7 @@ mod tests {
             description: String::new(),
             scope: Scope::Global,
             overrides: Vec::new(),
+            units: crate::domain::DisplayUnits::default(),
         };
         let renamed = replaced(&spec, &slug("shop"), Some(&slug("cart")));
         assert_eq!(renamed.allowed_apps, [slug("cart"), slug("blog")]);

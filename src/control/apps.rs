@@ -54,6 +54,22 @@ impl Control {
         Ok(view)
     }
 
+    /// Every application, for choosing a policy's allowed applications: a policy may let
+    /// any application acquire, not only those its owners belong to, so its owners (and
+    /// only they) see every slug and name.
+    #[tracing::instrument(level = "debug", skip_all, fields(actor = %actor.name, slug = %slug))]
+    pub async fn allowed_app_choices(
+        &self,
+        actor: &Actor,
+        slug: &str,
+    ) -> ControlResult<Vec<AppView>> {
+        let mut tx = self.store.begin_read().await?;
+        app_access(&mut tx, actor, slug, Permission::Edit).await?;
+        let apps = tx.list_apps().await?;
+        tx.commit().await?;
+        Ok(apps.iter().map(AppView::from).collect())
+    }
+
     /// The applications the actor may see: all for admins, their own for members.
     #[tracing::instrument(level = "debug", skip_all, fields(actor = %actor.name))]
     pub async fn list_apps(&self, actor: &Actor) -> ControlResult<Vec<AppView>> {

@@ -5,7 +5,7 @@
 use serde::{Deserialize, Deserializer};
 use utoipa::ToSchema;
 
-use crate::domain::{FieldError, FieldErrors};
+use crate::domain::{DisplayUnits, FieldError, FieldErrors};
 
 #[derive(Debug, Default, Clone, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -103,6 +103,10 @@ pub struct PolicyInput {
     /// On a change: the version the client last saw; a stale one is refused with 409.
     #[serde(default, deserialize_with = "not_null")]
     pub version: Option<i64>,
+    /// The units the console's form entered the limits in (not part of the JSON API:
+    /// there rates are per second and durations in ms); `None` keeps the current ones.
+    #[serde(skip)]
+    pub units: Option<DisplayUnits>,
 }
 
 /// A rollback: the version to restore, and the version the client last saw (a stale one

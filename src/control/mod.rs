@@ -15,6 +15,7 @@ mod live;
 mod members;
 mod overrides;
 mod policies;
+mod policy_checks;
 mod policy_history;
 mod policy_spec;
 mod reveal;

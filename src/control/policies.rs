@@ -1,11 +1,11 @@
 use serde_json::json;
 
 use crate::auth::{Actor, Permission};
-use crate::domain::{AppSlug, FieldError, FieldErrors, PolicyName, PolicySpec, Scope};
+use crate::domain::PolicyName;
 use crate::store::{AuditEntry, PolicyRecord, StoreError};
 
 use super::inputs::PolicyInput;
-use super::policy_spec::{new_policy, patched_policy};
+use super::policy_checks::{checked_new_policy, checked_patch};
 use super::{Control, ControlError, ControlResult, PolicyView, authorised_app};
 
 impl Control {
@@ -15,14 +15,8 @@ impl Control {
         actor: &Actor,
         input: PolicyInput,
     ) -> ControlResult<PolicyView> {
-        let spec = new_policy(&input)?;
         let mut tx = self.store.begin().await?;
-        // The owner is a field of the body: an unknown one is invalid input, not a 404.
-        if tx.app_by_slug(spec.owner_app.as_str()).await?.is_none() {
-            return Err(FieldError::new("owner_app", "no such application").into());
-        }
-        let app = authorised_app(&mut tx, actor, spec.owner_app.as_str(), Permission::Edit).await?;
-        check_apps_exist(&mut tx, &spec).await?;
+        let (spec, app) = checked_new_policy(&mut tx, actor, &input).await?;
         let record = match tx.insert_policy(&app.id, &spec).await {
             Err(StoreError::Conflict) => {
                 return Err(ControlError::Conflict(format!(
@@ -70,12 +64,11 @@ impl Control {
                 current: current.version,
             });
         }
-        let spec = patched_policy(&input, &current.spec)?;
+        let spec = checked_patch(&mut tx, &input, &current.spec).await?;
         if spec == current.spec {
             tx.commit().await?;
             return Ok(PolicyView::from(&current));
         }
-        check_apps_exist(&mut tx, &spec).await?;
         // The row is locked since it was read, so its version still holds.
         let updated = tx.update_policy(&current, &spec).await?.ok_or_else(|| {
             ControlError::Internal(anyhow::anyhow!("locked policy {name:?} changed under us"))
@@ -158,6 +151,36 @@ impl Control {
         Ok(records.iter().map(PolicyView::from).collect())
     }
 
+    /// Every error of `input`, as a new policy (`editing` is `None`) or as a change to the
+    /// policy `editing`, without saving anything: for a form that found errors of its own
+    /// (a number it could not read), so that it shows them all at once with these.
+    #[tracing::instrument(level = "debug", skip_all, fields(actor = %actor.name))]
+    pub async fn policy_input_errors(
+        &self,
+        actor: &Actor,
+        editing: Option<&str>,
+        input: &PolicyInput,
+    ) -> ControlResult<crate::domain::FieldErrors> {
+        let mut tx = self.store.begin_read().await?;
+        let checked = match editing {
+            None => checked_new_policy(&mut tx, actor, input).await.map(|_| ()),
+            Some(name) => {
+                let current = self
+                    .readable_policy(&mut tx, actor, name, Permission::View)
+                    .await?;
+                checked_patch(&mut tx, input, &current.spec)
+                    .await
+                    .map(|_| ())
+            }
+        };
+        tx.commit().await?;
+        match checked {
+            Ok(()) => Ok(crate::domain::FieldErrors::default()),
+            Err(ControlError::Invalid(errors)) => Ok(errors),
+            Err(e) => Err(e),
+        }
+    }
+
     /// The policy, if the actor may do `wanted` with it. For an edit its row stays
     /// locked until the transaction ends, so that concurrent changes apply one after the
     /// other instead of failing each other's version check.
@@ -203,37 +226,4 @@ impl Control {
         tx.commit().await?;
         Ok(records.iter().map(PolicyView::from).collect())
     }
-}
-
-/// The applications a spec names exist: its allowed apps and, for a per_app policy, its
-/// overrides' matches (each named in the error).
-pub(super) async fn check_apps_exist(
-    tx: &mut crate::store::Tx,
-    spec: &PolicySpec,
-) -> ControlResult<()> {
-    let mut errors = FieldErrors::default();
-    let unknown = tx.unknown_slugs(&spec.allowed_apps).await?;
-    if !unknown.is_empty() {
-        errors.push(
-            "allowed_apps",
-            format!("no such application: {}", unknown.join(", ")),
-        );
-    }
-    if spec.scope == Scope::PerApp && !spec.overrides.is_empty() {
-        let slugs: Vec<AppSlug> = spec
-            .overrides
-            .iter()
-            .filter_map(|o| AppSlug::parse(&o.matches).ok())
-            .collect();
-        let unknown = tx.unknown_slugs(&slugs).await?;
-        for (i, o) in spec.overrides.iter().enumerate() {
-            if unknown.contains(&o.matches) {
-                errors.push(
-                    format!("overrides[{i}].match"),
-                    format!("no such application: {}", o.matches),
-                );
-            }
-        }
-    }
-    Ok(errors.into_result()?)
 }

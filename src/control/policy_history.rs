@@ -8,7 +8,7 @@ use crate::domain::{FieldError, FieldErrors, PolicyName};
 use crate::store::{AuditEntry, PolicyRecord, PolicyVersionRecord};
 
 use super::inputs::RollbackInput;
-use super::policies::check_apps_exist;
+use super::policy_checks::check_apps_exist;
 use super::views::rfc3339;
 use super::{Control, ControlError, ControlResult, PolicyVersionView, PolicyView, app_access};
 

@@ -4,8 +4,8 @@
 //! of the form, so a client or the console can show them all.
 
 use crate::domain::{
-    Algorithm, AppSlug, FailureMode, FieldError, FieldErrors, MaxPermits, Millis, Param,
-    PolicyName, PolicySpec, Rate, check_description,
+    Algorithm, AppSlug, DisplayUnits, FailureMode, FieldError, FieldErrors, MaxPermits, Millis,
+    Param, PolicyName, PolicySpec, Rate, check_description,
 };
 
 use super::inputs::{PolicyInput, required};
@@ -46,6 +46,7 @@ pub fn new_policy(input: &PolicyInput) -> Result<PolicySpec, FieldErrors> {
         common,
         allowed_apps,
         scope,
+        units: input.units.unwrap_or_default(),
     })
 }
 
@@ -90,6 +91,7 @@ pub fn patched_policy(
         common,
         allowed_apps,
         scope,
+        units: input.units.unwrap_or(current.units),
     })
 }
 
@@ -103,6 +105,7 @@ struct Parts {
     common: Common,
     allowed_apps: Option<Vec<AppSlug>>,
     scope: ScopeParts,
+    units: DisplayUnits,
 }
 
 /// The spec, once every field parsed (the callers return on any error first).
@@ -128,6 +131,19 @@ fn assemble(parts: Parts) -> Result<PolicySpec, FieldErrors> {
             .ok_or_else(|| missing("description"))?,
         scope: parts.scope.scope.ok_or_else(|| missing("scope"))?,
         overrides: parts.scope.overrides.ok_or_else(|| missing("overrides"))?,
+        // A unit is kept only beside the field it reads: none for a field the algorithm
+        // does not take.
+        units: DisplayUnits {
+            rate: parts.units.rate.filter(|_| parts.params.rate.is_some()),
+            window: parts
+                .units
+                .window
+                .filter(|_| parts.params.window_ms.is_some()),
+            lease_ttl: parts
+                .units
+                .lease_ttl
+                .filter(|_| parts.params.lease_ttl_ms.is_some()),
+        },
     })
 }
 

@@ -3,7 +3,7 @@
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use crate::domain::{Algorithm, FailureMode, Override, Scope};
+use crate::domain::{Algorithm, DurationUnit, FailureMode, Override, RateUnit, Scope};
 use crate::store::{ApiKeyRecord, AppRecord, AuditRecord, MemberRecord, PolicyRecord};
 
 /// Unix ms as RFC 3339 (UTC), how every time leaves the API.
@@ -139,6 +139,16 @@ pub struct PolicyView {
     pub scope: Scope,
     /// Other limits for some callers (keyed scopes only).
     pub overrides: Vec<OverrideView>,
+    /// The unit the rate was entered in through the console, for showing it back (the
+    /// `rate` itself is always per second); absent when none was chosen.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rate_unit: Option<RateUnit>,
+    /// The unit the window was entered in (`window_ms` is always in ms).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub window_unit: Option<DurationUnit>,
+    /// The unit the lease lifetime was entered in (`lease_ttl_ms` is always in ms).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lease_ttl_unit: Option<DurationUnit>,
     pub version: i64,
     pub created_at: String,
     pub updated_at: String,
@@ -190,6 +200,9 @@ impl From<&PolicyRecord> for PolicyView {
             description: s.description.clone(),
             scope: s.scope,
             overrides: s.overrides.iter().map(OverrideView::from).collect(),
+            rate_unit: s.units.rate,
+            window_unit: s.units.window,
+            lease_ttl_unit: s.units.lease_ttl,
             version: r.version,
             created_at: rfc3339(r.created_ms),
             updated_at: rfc3339(r.updated_ms),

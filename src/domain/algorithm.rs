@@ -115,7 +115,7 @@ impl Algorithm {
 }
 
 /// Longest window or lease we accept: a day.
-const MAX_MILLIS: i64 = 86_400_000;
+pub const MAX_MILLIS: i64 = 86_400_000;
 
 /// A duration in milliseconds (a window, a lease's lifetime), from 1 ms to a day.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]

@@ -7,10 +7,15 @@ mod names;
 mod policy;
 mod role;
 mod scope;
+mod units;
 
-pub use algorithm::{Algorithm, Millis, Param};
+pub use algorithm::{Algorithm, MAX_MILLIS, Millis, Param};
 pub use field_error::{FieldError, FieldErrors};
 pub use names::{AppSlug, PolicyName, Username};
-pub use policy::{FailureMode, MaxPermits, Permits, PolicySpec, Rate, check_description};
+pub use policy::{
+    FailureMode, MAX_CAPACITY, MAX_RATE, MIN_RATE, MaxPermits, Permits, PolicySpec, Rate,
+    check_description,
+};
 pub use role::{GlobalRole, MemberRole};
 pub use scope::{CallerKey, MAX_KEY_BYTES, MAX_OVERRIDES, Override, Scope};
+pub use units::{DisplayUnits, DurationUnit, RateUnit};

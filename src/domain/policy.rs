@@ -2,15 +2,15 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{Algorithm, AppSlug, FieldError, Millis, Override, PolicyName, Scope};
+use super::{Algorithm, AppSlug, DisplayUnits, FieldError, Millis, Override, PolicyName, Scope};
 
 /// Largest rate and capacity we accept: far above any real limit, and small enough that
 /// token arithmetic in Lua (IEEE doubles) stays exact to well below one permit.
-const MAX_RATE: f64 = 1_000_000.0;
+pub const MAX_RATE: f64 = 1_000_000.0;
 /// Slowest rate we accept: one permit a year. Below it every time derived from the rate
 /// (when a permit is due, when the bucket is full) would run past what a reply can carry.
 pub const MIN_RATE: f64 = 1.0 / 31_536_000.0;
-const MAX_CAPACITY: i64 = 1_000_000_000;
+pub const MAX_CAPACITY: i64 = 1_000_000_000;
 pub const MAX_DESCRIPTION_CHARS: usize = 1000;
 
 /// Permits per second, fractional allowed (0.2 = 12 per minute).
@@ -128,6 +128,8 @@ pub struct PolicySpec {
     pub scope: Scope,
     /// Other limits for some callers; empty unless the scope is keyed.
     pub overrides: Vec<Override>,
+    /// The units the limits were entered in, for showing them back; no effect on limiting.
+    pub units: DisplayUnits,
 }
 
 /// Free text of at most [`MAX_DESCRIPTION_CHARS`]; line breaks and tabs are fine, other

@@ -1,8 +1,8 @@
 use anyhow::Context;
 
 use crate::domain::{
-    Algorithm, AppSlug, FailureMode, MaxPermits, Millis, Override, Param, PolicyName, PolicySpec,
-    Rate, Scope,
+    Algorithm, AppSlug, DisplayUnits, DurationUnit, FailureMode, MaxPermits, Millis, Override,
+    Param, PolicyName, PolicySpec, Rate, RateUnit, Scope,
 };
 
 use super::{StoreError, StoreResult, Tx, new_id, now_ms};
@@ -33,6 +33,9 @@ pub(super) struct PolicyRow {
     pub(super) description: String,
     pub(super) scope: String,
     pub(super) overrides: Option<String>,
+    pub(super) rate_unit: Option<String>,
+    pub(super) window_unit: Option<String>,
+    pub(super) lease_ttl_unit: Option<String>,
     pub(super) version: i64,
     pub(super) created_ms: i64,
     pub(super) updated_ms: i64,
@@ -138,6 +141,23 @@ impl PolicyRow {
                         .map(StoredOverride::parse)
                         .collect::<anyhow::Result<_>>()?,
                 },
+                units: DisplayUnits {
+                    rate: self
+                        .rate_unit
+                        .as_deref()
+                        .map(|u| RateUnit::parse_field("rate_unit", u))
+                        .transpose()?,
+                    window: self
+                        .window_unit
+                        .as_deref()
+                        .map(|u| DurationUnit::parse_field("window_unit", u))
+                        .transpose()?,
+                    lease_ttl: self
+                        .lease_ttl_unit
+                        .as_deref()
+                        .map(|u| DurationUnit::parse_field("lease_ttl_unit", u))
+                        .transpose()?,
+                },
             };
             Ok(PolicyRecord {
                 id: self.id,
@@ -154,7 +174,8 @@ impl PolicyRow {
 }
 
 const SELECT: &str = "SELECT p.id, p.name, a.slug AS owner_app, p.algorithm, p.rate, \
-    p.max_permits, p.window_ms, p.lease_ttl_ms, p.allowed_apps, p.failure_mode, p.enabled, p.description, p.scope, p.overrides, p.version, \
+    p.max_permits, p.window_ms, p.lease_ttl_ms, p.allowed_apps, p.failure_mode, p.enabled, p.description, p.scope, p.overrides, \
+    p.rate_unit, p.window_unit, p.lease_ttl_unit, p.version, \
     p.created_ms, p.updated_ms FROM policies p JOIN apps a ON a.id = p.app_id";
 
 pub(super) fn apps_json(spec: &PolicySpec) -> String {
@@ -185,8 +206,8 @@ impl Tx {
         sqlx::query(self.sql(
             "INSERT INTO policies (id, name, app_id, algorithm, rate, max_permits, window_ms, \
              lease_ttl_ms, allowed_apps, failure_mode, enabled, description, scope, overrides, \
-             version, created_ms, updated_ms) \
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+             rate_unit, window_unit, lease_ttl_unit, version, created_ms, updated_ms) \
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         ))
         .bind(&record.id)
         .bind(spec.name.as_str())
@@ -202,6 +223,9 @@ impl Tx {
         .bind(&spec.description)
         .bind(spec.scope.as_str())
         .bind(overrides_json(spec))
+        .bind(spec.units.rate.map(RateUnit::as_str))
+        .bind(spec.units.window.map(DurationUnit::as_str))
+        .bind(spec.units.lease_ttl.map(DurationUnit::as_str))
         .bind(record.version)
         .bind(now)
         .bind(now)
@@ -222,7 +246,8 @@ impl Tx {
         let done = sqlx::query(self.sql(
             "UPDATE policies SET algorithm = ?, rate = ?, max_permits = ?, window_ms = ?, \
              lease_ttl_ms = ?, allowed_apps = ?, failure_mode = ?, enabled = ?, description = ?, \
-             scope = ?, overrides = ?, version = version + 1, updated_ms = ? \
+             scope = ?, overrides = ?, rate_unit = ?, window_unit = ?, lease_ttl_unit = ?, \
+             version = version + 1, updated_ms = ? \
              WHERE id = ? AND version = ?",
         ))
         .bind(spec.algorithm.as_str())
@@ -236,6 +261,9 @@ impl Tx {
         .bind(&spec.description)
         .bind(spec.scope.as_str())
         .bind(overrides_json(spec))
+        .bind(spec.units.rate.map(RateUnit::as_str))
+        .bind(spec.units.window.map(DurationUnit::as_str))
+        .bind(spec.units.lease_ttl.map(DurationUnit::as_str))
         .bind(now)
         .bind(&current.id)
         .bind(current.version)

@@ -40,6 +40,13 @@ struct PolicyJson {
     description: String,
     scope: String,
     overrides: Vec<serde_json::Value>,
+    /// The units the form was given (absent in versions written before they were kept).
+    #[serde(default)]
+    rate_unit: Option<String>,
+    #[serde(default)]
+    window_unit: Option<String>,
+    #[serde(default)]
+    lease_ttl_unit: Option<String>,
 }
 
 impl PolicyJson {
@@ -60,6 +67,9 @@ impl PolicyJson {
             overrides: overrides_json(spec)
                 .map(|text| serde_json::from_str(&text).expect("stored overrides are JSON"))
                 .unwrap_or_default(),
+            rate_unit: spec.units.rate.map(|u| u.as_str().to_owned()),
+            window_unit: spec.units.window.map(|u| u.as_str().to_owned()),
+            lease_ttl_unit: spec.units.lease_ttl.map(|u| u.as_str().to_owned()),
         }
     }
 
@@ -82,6 +92,9 @@ impl PolicyJson {
             scope: self.scope,
             overrides: (!self.overrides.is_empty())
                 .then(|| serde_json::Value::Array(self.overrides).to_string()),
+            rate_unit: self.rate_unit,
+            window_unit: self.window_unit,
+            lease_ttl_unit: self.lease_ttl_unit,
             version,
             created_ms: 0,
             updated_ms: 0,

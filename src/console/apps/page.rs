@@ -129,7 +129,9 @@ impl AppPage {
                     .last_used_at
                     .as_deref()
                     .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
-                    .map_or("never".to_owned(), |t| ago(t.timestamp_millis(), now)),
+                    .map_or("never".to_owned(), |t| {
+                        ago(t.timestamp_millis(), now).to_string()
+                    }),
                 revoked: k.revoked_at.as_deref().map(short_time),
                 expiry: super::keys::expiry_text(k.expires_at.as_deref(), now),
                 expired: super::keys::has_expired(k.expires_at.as_deref(), now),

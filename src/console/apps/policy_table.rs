@@ -9,7 +9,7 @@ use std::hash::{DefaultHasher, Hash, Hasher};
 use serde::{Deserialize, Serialize};
 
 use crate::console::error::ConsoleError;
-use crate::console::format::{number, policy_href, readable_limit};
+use crate::console::format::{friendly_name, number, policy_href, readable_limit};
 use crate::control::{LivePolicy, PolicyView};
 use crate::domain::Scope;
 use crate::limiter::MinuteCounts;
@@ -245,11 +245,11 @@ impl PolicyRow {
                 Scope::PerApp => ", for each app",
                 Scope::PerKey => ", for each key",
             },
-            algorithm: policy.algorithm.as_str(),
+            algorithm: friendly_name(policy.algorithm.as_str()),
             rate: readable_limit(policy),
             max_permits: policy.max_permits,
             allowed_apps: policy.allowed_apps.join(", "),
-            failure_mode: policy.failure_mode.as_str(),
+            failure_mode: friendly_name(policy.failure_mode.as_str()),
             enabled: policy.enabled,
             version: policy.version,
             live,

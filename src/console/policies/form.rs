@@ -4,14 +4,15 @@
 use secrecy::SecretString;
 use serde::Deserialize;
 
-use crate::console::format::{number, rate_in_unit, unit_seconds};
+use crate::console::format::{amount, rate_unit_of};
 use crate::control::{PolicyInput, PolicyView};
-use crate::domain::{FieldError, FieldErrors};
+use crate::domain::{DisplayUnits, DurationUnit, FieldError, FieldErrors, MAX_CAPACITY};
 
-use super::overrides_text;
+use super::{amounts, overrides_text};
 
 /// What the policy form sends: text as typed, parsed here so that a bad number is an
-/// error next to its field like any other.
+/// error next to its field like any other. Read with `HtmlForm`: `allowed_apps` is one
+/// checkbox per application, so the field repeats.
 #[derive(Debug, Clone, Default, Deserialize)]
 pub struct PolicyForm {
     #[serde(default)]
@@ -24,12 +25,20 @@ pub struct PolicyForm {
     pub rate_unit: String,
     #[serde(default)]
     pub max_permits: String,
+    /// The window's amount, in `window_unit`.
     #[serde(default)]
-    pub window_ms: String,
+    pub window: String,
     #[serde(default)]
-    pub lease_ttl_ms: String,
+    pub window_unit: String,
+    /// A lease's longest life, in `lease_ttl_unit`.
     #[serde(default)]
-    pub allowed_apps: String,
+    pub lease_ttl: String,
+    #[serde(default)]
+    pub lease_ttl_unit: String,
+    /// The slugs checked; a value may also list several, separated by commas or spaces
+    /// (as the text box of earlier pages sent them).
+    #[serde(default)]
+    pub allowed_apps: Vec<String>,
     #[serde(default)]
     pub failure_mode: String,
     /// A checkbox: present when checked.
@@ -47,12 +56,17 @@ pub struct PolicyForm {
     pub csrf: SecretString,
 }
 
+/// The form's names for the fields `control` names otherwise (its durations are in ms).
+const FIELD_NAMES: [(&str, &str); 2] = [("window_ms", "window"), ("lease_ttl_ms", "lease_ttl")];
+
 impl PolicyForm {
     pub fn blank(owner_app: &str) -> Self {
         Self {
             algorithm: "token_bucket".to_owned(),
             rate_unit: "second".to_owned(),
-            allowed_apps: owner_app.to_owned(),
+            window_unit: "second".to_owned(),
+            lease_ttl_unit: "second".to_owned(),
+            allowed_apps: vec![owner_app.to_owned()],
             failure_mode: "closed".to_owned(),
             enabled: Some("on".to_owned()),
             scope: Some("global".to_owned()),
@@ -61,22 +75,39 @@ impl PolicyForm {
         }
     }
 
+    /// The policy as its form shows it: each number in the unit it was entered in (or,
+    /// for a policy made through the JSON API, the unit it reads best in).
     pub fn of(policy: &PolicyView) -> Self {
-        let (rate, rate_unit) = match policy.rate.map(rate_in_unit) {
-            Some((amount, unit)) if amount.fract() == 0.0 => (number(amount), unit),
-            Some((amount, unit)) => (amount.to_string(), unit),
+        let (rate, rate_unit) = match policy.rate {
+            Some(r) => {
+                let unit = rate_unit_of(r, policy.rate_unit);
+                (amount(r * unit.seconds()), unit.as_str())
+            }
             None => (String::new(), "second"),
         };
-        let text = |v: Option<i64>| v.map(|v| v.to_string()).unwrap_or_default();
+        let duration = |ms: Option<i64>, chosen: Option<DurationUnit>| match ms {
+            Some(ms) => {
+                let unit = chosen.unwrap_or_else(|| DurationUnit::largest_whole(ms));
+                (
+                    amount(ms as f64 / unit.millis() as f64),
+                    unit.as_str().to_owned(),
+                )
+            }
+            None => (String::new(), "second".to_owned()),
+        };
+        let (window, window_unit) = duration(policy.window_ms, policy.window_unit);
+        let (lease_ttl, lease_ttl_unit) = duration(policy.lease_ttl_ms, policy.lease_ttl_unit);
         Self {
             name: policy.name.clone(),
             algorithm: policy.algorithm.as_str().to_owned(),
             rate,
             rate_unit: rate_unit.to_owned(),
             max_permits: policy.max_permits.to_string(),
-            window_ms: text(policy.window_ms),
-            lease_ttl_ms: text(policy.lease_ttl_ms),
-            allowed_apps: policy.allowed_apps.join(", "),
+            window,
+            window_unit,
+            lease_ttl,
+            lease_ttl_unit,
+            allowed_apps: policy.allowed_apps.clone(),
             failure_mode: policy.failure_mode.as_str().to_owned(),
             enabled: policy.enabled.then(|| "on".to_owned()),
             description: policy.description.clone(),
@@ -87,46 +118,56 @@ impl PolicyForm {
         }
     }
 
-    /// The input for `control`, or the errors of the fields that are not even numbers.
-    /// A field left empty is not sent (the form hides the fields the chosen algorithm
-    /// does not use; `control` refuses any that is sent anyway, naming it). On an edit, the
-    /// rate is only sent when it really changed: the form shows it rounded to its unit,
-    /// and re-sending that would nudge the stored value.
-    pub fn to_input(&self, current: Option<&PolicyView>) -> Result<PolicyInput, FieldErrors> {
-        let mut errors = FieldErrors::default();
-        let rate = match (self.rate.trim(), unit_seconds(&self.rate_unit)) {
-            ("", _) => None,
-            (_, None) => {
-                errors.push("rate_unit", "must be second, minute, hour or day");
-                None
+    /// The slugs checked, each once, in the order sent.
+    pub fn allowed_slugs(&self) -> Vec<String> {
+        let mut slugs: Vec<String> = Vec::new();
+        for slug in self
+            .allowed_apps
+            .iter()
+            .flat_map(|v| v.split(|c: char| c == ',' || c.is_whitespace()))
+            .filter(|s| !s.is_empty())
+        {
+            if !slugs.iter().any(|s| s == slug) {
+                slugs.push(slug.to_owned());
             }
-            (amount, Some(seconds)) => match amount.parse::<f64>() {
-                Ok(amount) if amount.is_finite() => Some(amount / seconds),
-                _ => {
-                    errors.push("rate", "must be a number, such as 10 or 0.5");
-                    None
-                }
-            },
+        }
+        slugs
+    }
+
+    /// The input for `control`, and the errors of the fields the form could not read (a
+    /// number that is none, or out of range in its unit): those fields are left out of
+    /// the input, so that `control` can still be asked about all the others.
+    ///
+    /// A field left empty is not sent (the form hides the fields the chosen algorithm
+    /// does not use; `control` refuses any that is sent anyway, naming it). On an edit,
+    /// the rate is only sent when it really changed: the form shows it rounded to its
+    /// unit, and re-sending that would nudge the stored value.
+    pub fn to_input(&self, current: Option<&PolicyView>) -> (PolicyInput, FieldErrors) {
+        let mut errors = FieldErrors::default();
+        let rate = amounts::rate(&mut errors, &self.rate, &self.rate_unit);
+        let window = amounts::duration(&mut errors, "window", &self.window, &self.window_unit);
+        let lease_ttl = amounts::duration(
+            &mut errors,
+            "lease_ttl",
+            &self.lease_ttl,
+            &self.lease_ttl_unit,
+        );
+        let units = DisplayUnits {
+            rate: crate::domain::RateUnit::parse_field("", &self.rate_unit).ok(),
+            window: DurationUnit::parse_field("", &self.window_unit).ok(),
+            lease_ttl: DurationUnit::parse_field("", &self.lease_ttl_unit).ok(),
         };
         let rate = match (rate, current.and_then(|c| c.rate)) {
-            (Some(new), Some(cur)) if ((new - cur) / cur).abs() < 1e-6 => None,
-            (rate, _) => rate,
+            (Some((new, _)), Some(cur)) if ((new - cur) / cur).abs() < 1e-6 => None,
+            (rate, _) => rate.map(|(r, _)| r),
         };
-        let mut whole = |field: &str, text: &str, example: &str| -> Option<i64> {
-            match text.trim() {
-                "" => None,
-                t => t.parse::<i64>().map_or_else(
-                    |_| {
-                        errors.push(field, format!("must be a whole number, such as {example}"));
-                        None
-                    },
-                    Some,
-                ),
-            }
-        };
-        let max_permits = whole("max_permits", &self.max_permits, "10");
-        let window_ms = whole("window_ms", &self.window_ms, "1000");
-        let lease_ttl_ms = whole("lease_ttl_ms", &self.lease_ttl_ms, "30000");
+        let max_permits = amounts::whole(
+            &mut errors,
+            "max_permits",
+            &self.max_permits,
+            MAX_CAPACITY,
+            "10",
+        );
         let version = match current.map(|_| self.version.trim().parse::<i64>()) {
             None => None,
             Some(Ok(v)) => Some(v),
@@ -145,22 +186,15 @@ impl PolicyForm {
                 None
             }
         };
-        errors.clone().into_result()?;
-        let allowed_apps = self
-            .allowed_apps
-            .split(|c: char| c == ',' || c.is_whitespace())
-            .filter(|s| !s.is_empty())
-            .map(str::to_owned)
-            .collect();
-        Ok(PolicyInput {
+        let input = PolicyInput {
             name: current.is_none().then(|| self.name.trim().to_owned()),
             owner_app: None,
             algorithm: Some(self.algorithm.clone()),
             rate,
             max_permits,
-            window_ms,
-            lease_ttl_ms,
-            allowed_apps: Some(allowed_apps),
+            window_ms: window.map(|(ms, _)| ms),
+            lease_ttl_ms: lease_ttl.map(|(ms, _)| ms),
+            allowed_apps: Some(self.allowed_slugs()),
             failure_mode: Some(self.failure_mode.clone()),
             enabled: Some(self.enabled.is_some()),
             // Browsers send line breaks as CRLF; store them as typed.
@@ -169,12 +203,48 @@ impl PolicyForm {
             // The text area holds the whole list: an emptied one means no overrides.
             overrides,
             version,
-        })
+            units: Some(units),
+        };
+        (input, errors)
+    }
+
+    /// The form's own errors and `control`'s, each next to its field: `control`'s
+    /// about a field the form could not read are dropped (it was left out, so `control`
+    /// only says it is missing).
+    pub fn all_errors(&self, own: FieldErrors, theirs: FieldErrors) -> FieldErrors {
+        let theirs = self.in_form_terms(theirs);
+        let field = |e: &FieldError| e.field.split('[').next().unwrap_or("").to_owned();
+        let own_fields: Vec<String> = own.0.iter().map(field).collect();
+        let mut all = own;
+        all.0.extend(
+            theirs
+                .0
+                .into_iter()
+                .filter(|e| !own_fields.contains(&field(e))),
+        );
+        all
+    }
+
+    /// `control`'s errors under the names of the form's fields, overrides by line.
+    pub fn in_form_terms(&self, errors: FieldErrors) -> FieldErrors {
+        let errors = self.locate_override_errors(errors);
+        FieldErrors(
+            errors
+                .0
+                .into_iter()
+                .map(|mut e| {
+                    if let Some((_, ours)) = FIELD_NAMES.iter().find(|(c, _)| *c == e.field) {
+                        e.field = (*ours).to_owned();
+                    }
+                    e
+                })
+                .collect(),
+        )
     }
 
     /// `control`'s errors with each override's named by its line in the text area
     /// (`overrides[2].rate` is "line 4: rate ..."), all next to that text area.
-    pub fn locate_override_errors(&self, errors: FieldErrors) -> FieldErrors {
+    fn locate_override_errors(&self, errors: FieldErrors) -> FieldErrors {
         let lines: Vec<usize> = overrides_text::parse(self.overrides.as_deref().unwrap_or(""))
             .map(|parsed| parsed.into_iter().map(|(line, _)| line).collect())
             .unwrap_or_default();

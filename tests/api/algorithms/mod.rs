@@ -205,19 +205,3 @@ macro_rules! for_each_algorithm {
 }
 // By path too, for the area's files (their `mod` lines come before this definition).
 use for_each_algorithm;
-
-/// The text of one cell of a policy's row on the application page.
-fn cell(page: &Page, policy: &str, column: &str) -> String {
-    let row = page
-        .body
-        .find(&format!("<tr data-policy=\"{policy}\""))
-        .unwrap_or_else(|| panic!("no row of {policy}: {}", page.body));
-    let row = &page.body[row..];
-    let row = &row[..row.find("</tr>").unwrap()];
-    let at = row
-        .find(&format!("data-col=\"{column}\""))
-        .unwrap_or_else(|| panic!("no cell {column} in the row of {policy}"));
-    let open = row[at..].find('>').unwrap() + at + 1;
-    let close = row[open..].find("</td>").unwrap() + open;
-    html_unescape(row[open..close].trim())
-}

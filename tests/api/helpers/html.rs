@@ -290,3 +290,20 @@ pub fn percent_encode(s: &str) -> String {
     }
     out
 }
+
+/// The text of the cell `column` (its `data-col`) in the row of `policy` of an
+/// application page's policies table.
+pub fn cell(page: &Page, policy: &str, column: &str) -> String {
+    let row = page
+        .body
+        .find(&format!("<tr data-policy=\"{policy}\""))
+        .unwrap_or_else(|| panic!("no row of {policy}: {}", page.body));
+    let row = &page.body[row..];
+    let row = &row[..row.find("</tr>").unwrap()];
+    let at = row
+        .find(&format!("data-col=\"{column}\""))
+        .unwrap_or_else(|| panic!("no cell {column} in the row of {policy}"));
+    let open = row[at..].find('>').unwrap() + at + 1;
+    let close = row[open..].find("</td>").unwrap() + open;
+    html_unescape(row[open..close].trim())
+}

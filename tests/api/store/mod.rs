@@ -70,6 +70,7 @@ fn spec(name: &str, owner: &str, rate: f64, max_permits: i64, allowed: &[&str]) 
         description: String::new(),
         scope: ratekeeper::domain::Scope::Global,
         overrides: Vec::new(),
+        units: Default::default(),
     }
 }
 

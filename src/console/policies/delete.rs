@@ -1,0 +1,51 @@
+//! Deleting a policy: a confirmation page saying what it allows, then the POST.
+
+use actix_web::{HttpResponse, web};
+use askama::Template;
+
+use crate::console::error::ConsoleError;
+use crate::console::format::readable_limit;
+use crate::console::login::CsrfForm;
+use crate::console::page::Chrome;
+use crate::console::session::SignedIn;
+use crate::console::{render, see_other};
+use crate::control::PolicyView;
+use crate::state::AppState;
+
+use super::editable_policy;
+
+#[derive(Template)]
+#[template(path = "policies/delete.html")]
+struct DeletePage {
+    chrome: Chrome,
+    policy: PolicyView,
+    rate: String,
+}
+
+pub async fn confirm_delete(
+    state: web::Data<AppState>,
+    signed_in: SignedIn,
+    name: web::Path<String>,
+) -> Result<HttpResponse, ConsoleError> {
+    let (policy, _) = editable_policy(&state, &signed_in, &name).await?;
+    render(&DeletePage {
+        chrome: signed_in.chrome("apps"),
+        rate: readable_limit(&policy),
+        policy,
+    })
+}
+
+pub async fn delete(
+    state: web::Data<AppState>,
+    signed_in: SignedIn,
+    name: web::Path<String>,
+    form: web::Form<CsrfForm>,
+) -> Result<HttpResponse, ConsoleError> {
+    signed_in.check_csrf(&form.csrf)?;
+    let policy = state.control.get_policy(&signed_in.actor, &name).await?;
+    state.control.delete_policy(&signed_in.actor, &name).await?;
+    Ok(see_other(&format!(
+        "/apps/{}?done=policy-deleted",
+        policy.owner_app
+    )))
+}

@@ -1,0 +1,120 @@
+//! A policy body checked as a whole before anything is saved: the spec's own fields
+//! (`policy_spec`) together with what only the database knows (do the applications it
+//! names exist?), so that one answer names every invalid field, not one layer at a time.
+
+use crate::auth::{Actor, Permission};
+use crate::domain::{AppSlug, FieldError, FieldErrors, PolicySpec, Scope};
+use crate::store::{AppRecord, Tx};
+
+use super::inputs::PolicyInput;
+use super::policy_spec::{new_policy, patched_policy};
+use super::{ControlError, ControlResult, authorised_app};
+
+/// A new policy's spec and its owner application, if the actor may edit that one.
+pub(super) async fn checked_new_policy(
+    tx: &mut Tx,
+    actor: &Actor,
+    input: &PolicyInput,
+) -> ControlResult<(PolicySpec, AppRecord)> {
+    match new_policy(input) {
+        Ok(spec) => {
+            // The owner is a field of the body: an unknown one is invalid input, not a 404.
+            if tx.app_by_slug(spec.owner_app.as_str()).await?.is_none() {
+                let mut errors = unknown_apps(tx, &spec.allowed_apps).await?;
+                errors
+                    .0
+                    .insert(0, FieldError::new("owner_app", "no such application"));
+                return Err(errors.into());
+            }
+            let app = authorised_app(tx, actor, spec.owner_app.as_str(), Permission::Edit).await?;
+            check_apps_exist(tx, &spec).await?;
+            Ok((spec, app))
+        }
+        Err(mut errors) => {
+            // Whether the named applications exist is only told to someone who may edit
+            // the owner's policies.
+            let may_edit = match input.owner_app.as_deref() {
+                Some(owner) => authorised_app(tx, actor, owner, Permission::Edit)
+                    .await
+                    .is_ok(),
+                None => false,
+            };
+            if may_edit {
+                errors
+                    .0
+                    .extend(unknown_apps(tx, &parsed_slugs(input)).await?.0);
+            }
+            Err(errors.into())
+        }
+    }
+}
+
+/// The current spec with the input's changes (the caller checked the actor may edit it).
+pub(super) async fn checked_patch(
+    tx: &mut Tx,
+    input: &PolicyInput,
+    current: &PolicySpec,
+) -> ControlResult<PolicySpec> {
+    match patched_policy(input, current) {
+        Ok(spec) => {
+            check_apps_exist(tx, &spec).await?;
+            Ok(spec)
+        }
+        Err(mut errors) => {
+            errors
+                .0
+                .extend(unknown_apps(tx, &parsed_slugs(input)).await?.0);
+            Err(errors.into())
+        }
+    }
+}
+
+/// The input's allowed apps that are valid slugs (the others have errors of their own).
+fn parsed_slugs(input: &PolicyInput) -> Vec<AppSlug> {
+    input
+        .allowed_apps
+        .iter()
+        .flatten()
+        .filter_map(|s| AppSlug::parse(s).ok())
+        .collect()
+}
+
+/// An error naming the slugs of `slugs` that name no application, if any.
+async fn unknown_apps(tx: &mut Tx, slugs: &[AppSlug]) -> ControlResult<FieldErrors> {
+    let mut errors = FieldErrors::default();
+    let unknown = tx.unknown_slugs(slugs).await?;
+    if !unknown.is_empty() {
+        errors.push(
+            "allowed_apps",
+            format!("no such application: {}", unknown.join(", ")),
+        );
+    }
+    Ok(errors)
+}
+
+/// The applications a spec names exist: its allowed apps and, for a per_app policy, its
+/// overrides' matches (each named in the error).
+pub(super) async fn check_apps_exist(tx: &mut Tx, spec: &PolicySpec) -> ControlResult<()> {
+    let mut errors = unknown_apps(tx, &spec.allowed_apps).await?;
+    if spec.scope == Scope::PerApp && !spec.overrides.is_empty() {
+        let slugs: Vec<AppSlug> = spec
+            .overrides
+            .iter()
+            .filter_map(|o| AppSlug::parse(&o.matches).ok())
+            .collect();
+        let unknown = tx.unknown_slugs(&slugs).await?;
+        for (i, o) in spec.overrides.iter().enumerate() {
+            if unknown.contains(&o.matches) {
+                errors.push(
+                    format!("overrides[{i}].match"),
+                    format!("no such application: {}", o.matches),
+                );
+            }
+        }
+    }
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(ControlError::Invalid(errors))
+    }
+}
