@@ -155,6 +155,9 @@ async fn rewrite_references(
                 spec.name.as_str()
             ))
         })?;
+        // A version of its own in the policy's history: what the rename changed in it.
+        tx.record_policy_version(&updated, &actor.name, "update", None)
+            .await?;
         tx.record_audit(AuditEntry {
             actor: &actor.name,
             app_slug: Some(spec.owner_app.as_str()),

@@ -240,7 +240,10 @@ async fn allowed_applications_are_ticked_in_a_list_of_every_application() {
         "{}",
         form.body
     );
-    assert!(form.has("src=\"/static/app-filter."), "the filter's script, by its hashed name");
+    assert!(
+        form.has("src=\"/static/app-filter."),
+        "the filter's script, by its hashed name"
+    );
     let csrf = form.csrf().unwrap();
     let fields = [
         ("csrf", csrf.as_str()),

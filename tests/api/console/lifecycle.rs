@@ -55,6 +55,13 @@ async fn a_renamed_app_keeps_everything_that_names_it(db: Db) {
     assert_eq!(other["allowed_apps"], json!(["cart", "store"]));
     assert_eq!(other["overrides"][0]["match"], "store");
     assert_eq!(other["version"], 2);
+    // ... which its history lists, as the renamer's.
+    let versions = admin_reads(&app, "/api/v1/policies/cart.add/versions").await;
+    assert_eq!(versions[0]["version"], 2);
+    assert_eq!(
+        versions[0]["policy"]["allowed_apps"],
+        json!(["cart", "store"])
+    );
     assert_eq!(
         app.redis_field(&app.policy_key("cart.add"), "apps")
             .await
