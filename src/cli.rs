@@ -24,6 +24,7 @@ lower case, e.g. redis_prefix = \"prod\"), then these environment variables [def
   RATEKEEPER_REDIS_TIMEOUT_MS     timeout of an acquire's Redis call [100]
   RATEKEEPER_SYNC_INTERVAL_MS     reconcile interval [5000]
   RATEKEEPER_WORKERS              HTTP worker threads [number of cores]
+  RATEKEEPER_CONSOLE_CONCURRENCY  console requests worked on at once [half the cores, at least 1]
   RATEKEEPER_LOG_JSON             log JSON lines instead of text [false]
   RUST_LOG                        log level [info]";
 

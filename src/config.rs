@@ -29,6 +29,8 @@ pub struct Settings {
     pub database_timeout_ms: u64,
     /// HTTP worker threads; defaults to the number of cores.
     pub workers: Option<usize>,
+    /// Console requests worked on at once; defaults to half the cores (at least one).
+    pub console_concurrency: Option<usize>,
     /// Log as JSON lines instead of human-readable text.
     pub log_json: bool,
 }
@@ -108,6 +110,9 @@ impl Settings {
         if self.workers == Some(0) {
             return Err(invalid("workers", "must be at least 1"));
         }
+        if self.console_concurrency == Some(0) {
+            return Err(invalid("console_concurrency", "must be at least 1"));
+        }
         Ok(())
     }
 
@@ -121,5 +126,12 @@ impl Settings {
 
     pub fn database_timeout(&self) -> Duration {
         Duration::from_millis(self.database_timeout_ms)
+    }
+
+    /// Console requests worked on at once (`console::load_limit`).
+    pub fn console_concurrency(&self) -> usize {
+        self.console_concurrency.unwrap_or_else(|| {
+            std::thread::available_parallelism().map_or(1, |n| (n.get() / 2).max(1))
+        })
     }
 }

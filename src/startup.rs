@@ -142,6 +142,7 @@ impl Application {
             limiter: core.limiter.clone(),
             store: core.store.clone(),
             metrics: core.metrics.clone(),
+            console_load: Arc::new(tokio::sync::Semaphore::new(settings.console_concurrency())),
         });
         let redis_url = settings.redis_url.clone();
         let (snapshot, denials, decisions, metrics, top) = (

@@ -17,4 +17,6 @@ pub struct AppState {
     pub store: Store,
     /// This server's metrics, for `/metrics`.
     pub metrics: Arc<Metrics>,
+    /// Turns for console requests (see `console::load_limit`), shared by every worker.
+    pub console_load: Arc<tokio::sync::Semaphore>,
 }

@@ -13,6 +13,7 @@ mod error;
 mod format;
 mod forms;
 mod html_form;
+mod load_limit;
 mod login;
 mod login_guard;
 mod page;
@@ -40,6 +41,8 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
             .wrap(security_headers())
             // gzip or brotli, as the browser accepts: a page of 200 policies is ~10x smaller.
             .wrap(Compress::default())
+            // Outermost: a request waiting for its turn holds nothing else.
+            .wrap(from_fn(load_limit::one_share))
             .app_data(form_config(FORM_LIMIT))
             .app_data(web::QueryConfig::default().error_handler(|e, _| bad_query(e).into()))
             .app_data(web::PathConfig::default().error_handler(|e, _| bad_path(e).into()))

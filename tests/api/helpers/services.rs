@@ -75,6 +75,7 @@ pub fn settings(database_url: &str, redis_url: &str, prefix: &str) -> Settings {
         redis_timeout_ms: 500,
         database_timeout_ms: 1000,
         workers: Some(1),
+        console_concurrency: None,
         log_json: false,
     }
 }
