@@ -33,6 +33,8 @@ pub struct PolicyEntry {
     /// The policy as Redis should hold it.
     pub config: PolicyConfig,
     pub failure_mode: FailureMode,
+    /// Whose policy it is: the console's per-application activity adds its counts there.
+    pub owner_app: AppSlug,
     pub allowed_apps: Vec<AppSlug>,
     /// A keyed policy's other limits, by caller (app slug or key).
     pub overrides: HashMap<String, BucketLimits>,
@@ -66,6 +68,7 @@ impl PolicyEntry {
         Self {
             config,
             failure_mode: record.spec.failure_mode,
+            owner_app: record.spec.owner_app.clone(),
             allowed_apps: record.spec.allowed_apps.clone(),
             overrides,
         }

@@ -135,6 +135,7 @@ impl Application {
             core.decisions.clone(),
             core.top.clone(),
             core.background.clone(),
+            core.snapshot.clone(),
             shutdown.clone(),
         ));
         let state = web::Data::new(AppState {

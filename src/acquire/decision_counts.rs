@@ -2,6 +2,7 @@
 //! added to Redis every couple of seconds (off the hot path: an acquire only bumps an
 //! atomic), where the console reads the sum over all instances per minute.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -10,6 +11,7 @@ use dashmap::DashMap;
 use tokio_util::sync::CancellationToken;
 
 use crate::limiter::{Limiter, TopBatch};
+use crate::snapshot::Snapshot;
 
 use super::TopKeysRegistry;
 
@@ -69,12 +71,27 @@ pub fn unix_minute_now() -> i64 {
     chrono::Utc::now().timestamp_millis() / 60_000
 }
 
+/// The counts of `taken` summed per owning application (`snapshot` knows the owners; a
+/// policy deleted meanwhile counts for none).
+fn per_app(taken: &[(String, u64, u64)], snapshot: &Snapshot) -> Vec<(String, u64, u64)> {
+    let mut apps: HashMap<String, (u64, u64)> = HashMap::new();
+    for (policy, granted, denied) in taken {
+        if let Some(entry) = snapshot.policy(policy) {
+            let sums = apps.entry(entry.owner_app.to_string()).or_default();
+            sums.0 += granted;
+            sums.1 += denied;
+        }
+    }
+    apps.into_iter().map(|(app, (g, d))| (app, g, d)).collect()
+}
+
 /// Adds the counts and the top callers to Redis every [`FLUSH_EVERY`] until `shutdown`,
 /// then once more.
 pub async fn run_flusher(
     counts: Arc<DecisionCounts>,
     top: Arc<TopKeysRegistry>,
     limiter: Limiter,
+    snapshot: Arc<Snapshot>,
     shutdown: CancellationToken,
 ) {
     let mut ticker = tokio::time::interval(FLUSH_EVERY);
@@ -85,7 +102,8 @@ pub async fn run_flusher(
         };
         let minute = unix_minute_now();
         let taken = counts.take();
-        if let Err(e) = limiter.add_minute_counts(minute, &taken).await {
+        let apps = per_app(&taken, &snapshot);
+        if let Err(e) = limiter.add_minute_counts(minute, &taken, &apps).await {
             // Lost counts only make a chart lower; the decisions themselves were right.
             tracing::warn!(error = %e, policies = taken.len(), "decision counts not stored");
         }

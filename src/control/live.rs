@@ -109,3 +109,23 @@ impl Control {
         Ok(live)
     }
 }
+
+impl Control {
+    /// Each application's granted and denied acquires over the last
+    /// [`ACTIVITY_MINUTES`], for applications the caller has already been allowed to see:
+    /// one round trip. `None` when Redis cannot be reached (the page says so).
+    #[tracing::instrument(level = "debug", skip_all, fields(apps = slugs.len()))]
+    pub async fn apps_activity(&self, slugs: &[&str]) -> Option<Vec<(u64, u64)>> {
+        match self
+            .limiter
+            .apps_recent_usage(slugs, unix_minute_now(), ACTIVITY_MINUTES)
+            .await
+        {
+            Ok(usage) => Some(usage),
+            Err(e) => {
+                tracing::warn!(error = %e, apps = slugs.len(), "application activity unavailable");
+                None
+            }
+        }
+    }
+}

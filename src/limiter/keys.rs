@@ -91,6 +91,12 @@ impl KeySpace {
         format!("{}:activity:{{{policy}}}:m:{hour}", self.prefix)
     }
 
+    /// The counts of all the policies of one application per minute of one Unix hour,
+    /// for the applications list.
+    pub fn usage_app_minutes(&self, app: &str, hour: i64) -> String {
+        format!("{}:activity:app:{{{app}}}:m:{hour}", self.prefix)
+    }
+
     /// The same per hour of one Unix day.
     pub fn usage_hours(&self, policy: &str, day: i64) -> String {
         format!("{}:activity:{{{policy}}}:h:{day}", self.prefix)

@@ -24,7 +24,7 @@ pub struct LiveView {
 
 /// The minutes `first..=last` (at most an hour) as byte ranges of the previous hour's and
 /// this hour's usage strings: GETRANGE's inclusive `(start, end)`, `(0, -1)` for none.
-fn byte_ranges(first: i64, last: i64) -> [(i64, i64); 2] {
+pub(super) fn byte_ranges(first: i64, last: i64) -> [(i64, i64); 2] {
     let hour_start = last - last.rem_euclid(60);
     let pair = PAIR_BYTES as i64;
     let previous = if first < hour_start {

@@ -116,14 +116,16 @@ impl UsageSpan {
 
 impl Limiter {
     /// Adds one instance's counts of `minute`, for many policies in one pipeline: to the
-    /// minute's slot of its hour and to the hour's slot of its day.
+    /// minute's slot of its hour and to the hour's slot of its day; and the same counts
+    /// summed per owning application (`apps`) to the application's minutes.
     #[tracing::instrument(level = "debug", skip_all, fields(minute = minute, policies = counts.len()))]
     pub async fn add_minute_counts(
         &self,
         minute: i64,
         counts: &[(String, u64, u64)],
+        apps: &[(String, u64, u64)],
     ) -> Result<(), LimiterError> {
-        if counts.is_empty() {
+        if counts.is_empty() && apps.is_empty() {
             return Ok(());
         }
         let hour = minute.div_euclid(60);
@@ -137,33 +139,102 @@ impl Limiter {
                 (*granted).min(u64::from(u32::MAX)),
                 (*denied).min(u64::from(u32::MAX)),
             );
-            for (key, slot, keep) in [
-                (
-                    self.keys.usage_minutes(policy, hour),
-                    minute_slot,
-                    KEEP_MINUTES_MS,
-                ),
-                (self.keys.usage_hours(policy, day), hour_slot, KEEP_HOURS_MS),
-            ] {
-                pipe.cmd("BITFIELD")
-                    .arg(&key)
-                    .arg("OVERFLOW")
-                    .arg("SAT")
-                    .arg("INCRBY")
-                    .arg("u32")
-                    .arg(format!("#{slot}"))
-                    .arg(granted)
-                    .arg("INCRBY")
-                    .arg("u32")
-                    .arg(format!("#{}", slot + 1))
-                    .arg(denied)
-                    .ignore()
-                    .pexpire(&key, keep)
-                    .ignore();
-            }
+            add_pair(
+                &mut pipe,
+                &self.keys.usage_minutes(policy, hour),
+                minute_slot,
+                (granted, denied),
+                KEEP_MINUTES_MS,
+            );
+            add_pair(
+                &mut pipe,
+                &self.keys.usage_hours(policy, day),
+                hour_slot,
+                (granted, denied),
+                KEEP_HOURS_MS,
+            );
+        }
+        for (app, granted, denied) in apps {
+            let pair = (
+                (*granted).min(u64::from(u32::MAX)),
+                (*denied).min(u64::from(u32::MAX)),
+            );
+            let key = self.keys.usage_app_minutes(app, hour);
+            add_pair(&mut pipe, &key, minute_slot, pair, KEEP_MINUTES_MS);
         }
         let mut conn = self.conn.clone();
         self.timed(pipe.query_async::<()>(&mut conn)).await
+    }
+}
+
+/// `BITFIELD key OVERFLOW SAT INCRBY u32 #slot granted INCRBY u32 #slot+1 denied`, and
+/// the key's expiry, queued on `pipe`.
+fn add_pair(
+    pipe: &mut redis::Pipeline,
+    key: &str,
+    slot: i64,
+    (granted, denied): (u64, u64),
+    keep: i64,
+) {
+    pipe.cmd("BITFIELD")
+        .arg(key)
+        .arg("OVERFLOW")
+        .arg("SAT")
+        .arg("INCRBY")
+        .arg("u32")
+        .arg(format!("#{slot}"))
+        .arg(granted)
+        .arg("INCRBY")
+        .arg("u32")
+        .arg(format!("#{}", slot + 1))
+        .arg(denied)
+        .ignore()
+        .pexpire(key, keep)
+        .ignore();
+}
+
+impl Limiter {
+    /// Each application's granted and denied acquires (of its own policies) over the
+    /// `minutes` minutes (1 to 60) up to `now_minute`: one pipeline of two reads each.
+    #[tracing::instrument(level = "debug", skip_all, fields(apps = apps.len()))]
+    pub async fn apps_recent_usage(
+        &self,
+        apps: &[&str],
+        now_minute: i64,
+        minutes: i64,
+    ) -> Result<Vec<(u64, u64)>, LimiterError> {
+        if apps.is_empty() {
+            return Ok(Vec::new());
+        }
+        let minutes = minutes.clamp(1, 60);
+        let first = now_minute - minutes + 1;
+        let hour = now_minute.div_euclid(60);
+        // GETRANGE 0 -1 would be the whole string: a range that is none is not read.
+        let reads: Vec<(i64, (i64, i64))> = [hour - 1, hour]
+            .into_iter()
+            .zip(super::live::byte_ranges(first, now_minute))
+            .filter(|(_, (start, end))| end >= start)
+            .collect();
+        let mut pipe = redis::pipe();
+        for app in apps {
+            for (h, (start, end)) in &reads {
+                pipe.cmd("GETRANGE")
+                    .arg(self.keys.usage_app_minutes(app, *h))
+                    .arg(start)
+                    .arg(end);
+            }
+        }
+        let mut conn = self.conn.clone();
+        let replies: Vec<Vec<u8>> = self.timed(pipe.query_async(&mut conn)).await?;
+        Ok(replies
+            .chunks(reads.len())
+            .map(|strings| {
+                strings
+                    .iter()
+                    .flat_map(|bytes| pairs(bytes, bytes.len() / PAIR_BYTES))
+                    .fold((0, 0), |(g, d), (pg, pd)| (g + pg, d + pd))
+            })
+            .collect())
     }
 }
 

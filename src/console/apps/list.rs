@@ -19,9 +19,25 @@ use crate::state::AppState;
 struct AppsPage {
     chrome: Chrome,
     apps: Vec<AppView>,
+    /// Per application (same order): granted and denied over the last minutes; `None`
+    /// when Redis cannot be reached.
+    activity: Option<Vec<(u64, u64)>>,
     can_create: bool,
     form: AppForm,
     errors: FormErrors,
+}
+
+impl AppsPage {
+    /// The activity of the `i`-th application: (badge class, badge words, counts in words).
+    fn activity_of(&self, i: &usize) -> Option<(&'static str, &'static str, String)> {
+        let (granted, denied) = *self.activity.as_ref()?.get(*i)?;
+        let (class, words) = if denied > 0 {
+            ("at-limit", "Denying")
+        } else {
+            ("ok", "No denials")
+        };
+        Some((class, words, format!("{granted} granted, {denied} denied")))
+    }
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -42,10 +58,13 @@ pub async fn list(
     notice: web::Query<Notice>,
 ) -> Result<HttpResponse, ConsoleError> {
     let apps = state.control.list_apps(&signed_in.actor).await?;
+    let slugs: Vec<&str> = apps.iter().map(|a| a.slug.as_str()).collect();
+    let activity = state.control.apps_activity(&slugs).await;
     render(&AppsPage {
         chrome: signed_in.chrome("apps").with_notice(&notice),
         can_create: signed_in.actor.is_admin,
         apps,
+        activity,
         form: AppForm::default(),
         errors: FormErrors::default(),
     })
@@ -76,6 +95,8 @@ pub async fn create(
         chrome: signed_in.chrome("apps"),
         can_create: true,
         apps,
+        // A form sent back with its errors: the activity is not what the page is for.
+        activity: None,
         form,
         errors,
     };

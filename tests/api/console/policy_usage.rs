@@ -37,6 +37,16 @@ async fn the_page_shows_fullness_and_usage_over_three_spans() {
         counted,
         "the hour, day and week charts each count 3 granted, 2 denied"
     );
+    // The applications list says which application is denying, from the same counts
+    // summed per application (written by the same flush, right after).
+    let denying = "<span class=\"badge at-limit\">Denying</span> \
+                   <small class=\"muted\">last 10 min: 3 granted, 2 denied</small>";
+    let listed = eventually(Duration::from_secs(10), || {
+        let mut admin = admin.clone();
+        async move { admin.get("/apps").await.has(denying) }
+    })
+    .await;
+    assert!(listed, "{}", admin.get("/apps").await.body);
     let page = admin.get("/policies/orders.create").await;
     assert!(page.has("data-fact=\"gauge\">0 / 3<"), "{}", page.body);
     assert!(page.has("data-status=\"at-limit\""));
