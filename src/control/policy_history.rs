@@ -57,17 +57,23 @@ impl Control {
     ) -> ControlResult<PolicyHistory> {
         let name = PolicyName::parse(name).map_err(|_| ControlError::NotFound("policy"))?;
         let mut tx = self.store.begin_read().await?;
-        let current = tx
-            .policy_by_name(name.as_str())
-            .await?
-            .ok_or(ControlError::NotFound("policy"))?;
-        let (_, role) = app_access(
+        // Whoever may see the policy sees its history (also a member of an application it
+        // allows); only the owning application's role can make it editable.
+        let current = self
+            .readable_policy(&mut tx, actor, name.as_str(), Permission::View)
+            .await?;
+        let role = match app_access(
             &mut tx,
             actor,
             current.spec.owner_app.as_str(),
             Permission::View,
         )
-        .await?;
+        .await
+        {
+            Ok((_, role)) => role,
+            Err(ControlError::Forbidden) => None,
+            Err(e) => return Err(e),
+        };
         // One more than a page: whether older versions exist, in the same statement.
         let mut versions = tx
             .policy_versions(&current.id, before, HISTORY_PAGE_SIZE + 1)

@@ -22,6 +22,7 @@ use crate::domain::Scope;
 use crate::limiter::CallerCount;
 use crate::state::AppState;
 
+use super::history::HistoryPartial;
 use super::overrides_text;
 use crate::console::apps::policy_table::full_in_text;
 
@@ -95,6 +96,8 @@ struct OverviewPage {
     /// Granted and denied over the last hour, day and week; empty when Redis cannot be
     /// reached.
     charts: Vec<UsageChart>,
+    /// The newest versions, with rollback for those who may edit.
+    history: HistoryPartial,
 }
 
 /// How full a bucket is, at a glance.
@@ -268,6 +271,7 @@ async fn load(
         Err(ControlError::Forbidden) => false,
         Err(e) => return Err(e.into()),
     };
+    let history = HistoryPartial::of(state.control.policy_history(actor, name, None).await?);
     let mut status = StatusCode::OK;
     // One round trip for all the page reads from Redis; a looked-up caller's bucket is a
     // second one, only when asked for.
@@ -346,6 +350,7 @@ async fn load(
         tops,
         gauge,
         charts,
+        history,
         policy,
     };
     Ok((page, status))
