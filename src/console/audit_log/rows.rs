@@ -15,6 +15,8 @@ pub struct AuditRow {
     pub kind: String,
     /// Which one: a name, a slug, a username, a key's label.
     pub entity: String,
+    /// The entity's page, for a policy or an application (a deleted one answers 404).
+    pub href: Option<String>,
     pub action: String,
     pub changes: Vec<Change>,
 }
@@ -69,6 +71,11 @@ impl From<AuditView> for AuditRow {
             at: short_time(&e.at),
             kind: kind(&e.entity_type),
             entity: entity(&e),
+            href: match e.entity_type.as_str() {
+                "policy" => Some(crate::console::format::policy_href(&e.entity_id)),
+                "app" => Some(format!("/apps/{}", e.entity_id)),
+                _ => None,
+            },
             action: action(&e),
             changes: changes(e.before.as_ref(), e.after.as_ref()),
             at_iso: e.at,

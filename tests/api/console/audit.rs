@@ -95,6 +95,14 @@ async fn the_audit_log_lists_changes_newest_first_and_filters_them() {
         ]
     );
 
+    // Each policy the log names links to its page.
+    let page = admin.get("/audit").await;
+    assert!(
+        page.has("<a href=\"/policies/p1\"><strong>p1</strong></a>"),
+        "{}",
+        page.body
+    );
+
     let rows = audit_rows(&admin.get("/audit?app=shop").await);
     assert!(rows.iter().all(|r| r[1] == "shop"), "{rows:?}");
     assert!(rows.contains(&row("olga", "shop", "policy p1", "changed")));
