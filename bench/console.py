@@ -62,7 +62,7 @@ def wait_for(check, what, seconds=30):
         try:
             if check():
                 return
-        except OSError:
+        except (OSError, subprocess.CalledProcessError):
             pass
         time.sleep(0.1)
     sys.exit(f"bench: {what} did not come up within {seconds} s")
