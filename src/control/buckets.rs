@@ -13,7 +13,7 @@ use super::{Control, ControlError, ControlResult};
 
 /// The caller a `key` names on a keyed policy: the key itself (per_key) or an app slug
 /// (per_app); every mismatch is a 422 naming `key`.
-fn caller(record: &PolicyRecord, key: Option<&str>) -> ControlResult<Option<String>> {
+pub(super) fn caller(record: &PolicyRecord, key: Option<&str>) -> ControlResult<Option<String>> {
     let invalid = |message: &str| ControlError::from(FieldError::new("key", message));
     match (record.spec.scope, key) {
         (Scope::Global, None) => Ok(None),

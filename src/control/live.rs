@@ -4,9 +4,10 @@
 use serde::Serialize;
 
 use crate::acquire::unix_minute_now;
-use crate::auth::Actor;
+use crate::auth::{Actor, Permission};
 use crate::domain::PolicyName;
-use crate::limiter::{BucketState, MinuteCounts, PolicyLive};
+use crate::limiter::{BucketState, KeyedBucket, MinuteCounts, PolicyLive};
+use crate::snapshot::PolicyEntry;
 
 use super::{Control, ControlError, ControlResult, PolicyView};
 
@@ -92,20 +93,62 @@ const TOP_LISTED: usize = 10;
 
 impl Control {
     /// Everything a policy's page shows from Redis, for a policy the caller has already
-    /// been allowed to see: one round trip (see `limiter::policy_live`).
+    /// been allowed to see: one round trip (see `limiter::policy_live`). With `key` (a
+    /// keyed policy's caller, checked as `policy_state` checks it: 422 naming `key`), its
+    /// bucket is read in the same round trip and reported as the live `state`; a keyed
+    /// policy has no state otherwise.
     #[tracing::instrument(level = "debug", skip_all, fields(policy = %policy.name))]
-    pub async fn policy_live(&self, policy: &PolicyView) -> ControlResult<PolicyLive> {
+    pub async fn policy_live(
+        &self,
+        actor: &Actor,
+        policy: &PolicyView,
+        key: Option<&str>,
+    ) -> ControlResult<PolicyLive> {
         let name = PolicyName::parse(&policy.name).map_err(|e| {
             ControlError::Internal(anyhow::anyhow!("stored policy name {}: {e:?}", policy.name))
         })?;
+        let looked_up = match key {
+            None => None,
+            Some(key) => {
+                let mut tx = self.store.begin_read().await?;
+                let record = self
+                    .readable_policy(&mut tx, actor, &policy.name, Permission::View)
+                    .await?;
+                tx.commit().await?;
+                let caller = super::buckets::caller(&record, Some(key))?.expect("a key was given");
+                Some((PolicyEntry::of(&record), caller, record.version))
+            }
+        };
+        let bucket = looked_up.as_ref().map(|(entry, caller, _)| KeyedBucket {
+            policy: &entry.config,
+            caller,
+            limits: entry.limits_for(caller),
+        });
         let mut live = self
             .limiter
-            .policy_live(&name, unix_minute_now(), &TOP_SPANS, TOP_LISTED)
+            .policy_live(
+                &name,
+                unix_minute_now(),
+                &TOP_SPANS,
+                TOP_LISTED,
+                bucket.as_ref(),
+            )
             .await
             .map_err(|e| ControlError::RedisUnavailable(e.into()))?;
-        if policy.scope.is_keyed() {
-            live.state = None;
-        }
+        live.state = match (&bucket, live.lookup, &looked_up) {
+            (Some(bucket), Some((available, full_in_ms)), Some((_, _, version))) => {
+                Some(BucketState {
+                    current_permits: available as f64,
+                    max_permits: bucket.limits.max_permits,
+                    rate: bucket.limits.rate,
+                    version: *version,
+                    updated_ms: 0,
+                    full_in_ms,
+                })
+            }
+            _ if policy.scope.is_keyed() => None,
+            _ => live.state,
+        };
         Ok(live)
     }
 }

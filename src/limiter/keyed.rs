@@ -98,12 +98,27 @@ impl Limiter {
     /// A caller's bucket as it stands, without changing it (the scripts read only when
     /// told the policy is disabled): `(permits available now, ms until full)`.
     pub async fn keyed_state(&self, bucket: &KeyedBucket<'_>) -> Result<(i64, i64), LimiterError> {
+        let (_, invocation) = self.keyed_state_invocation(bucket);
+        let mut conn = self.conn.clone();
+        let reply: Vec<i64> = self.timed(invocation.invoke_async(&mut conn)).await?;
+        keyed_state_of(&reply)
+    }
+
+    /// The call that reads a caller's bucket (its acquire script, told the policy is
+    /// disabled, decides nothing), with its script: to run alone or in a pipeline.
+    pub(super) fn keyed_state_invocation(
+        &self,
+        bucket: &KeyedBucket<'_>,
+    ) -> (
+        &'static scripts::LuaScript,
+        redis::ScriptInvocation<'static>,
+    ) {
         let app = AppSlug::parse("ratekeeper").expect("a valid slug");
-        let (reply, _) = self.run_keyed(bucket, 1, false, &app).await?;
-        match reply.as_slice() {
-            [2, remaining, _, reset, ..] => Ok((*remaining, *reset)),
-            _ => Err(LimiterError::Reply(format!("{reply:?}"))),
-        }
+        let (invocation, _) = self.keyed_invocation(bucket, 1, false, &app);
+        (
+            scripts::keyed_acquire_script(bucket.policy.algorithm),
+            invocation,
+        )
     }
 
     /// Forgets a caller's bucket: it starts full (or empty of grants) at its next acquire.
@@ -146,6 +161,20 @@ impl Limiter {
         enabled: bool,
         app: &AppSlug,
     ) -> Result<(Vec<i64>, Option<LeaseId>), LimiterError> {
+        let (invocation, lease) = self.keyed_invocation(bucket, permits, enabled, app);
+        let mut conn = self.conn.clone();
+        let reply: Vec<i64> = self.timed(invocation.invoke_async(&mut conn)).await?;
+        Ok((reply, lease))
+    }
+
+    /// The keyed acquire script's call for `bucket`, and the lease it would take.
+    fn keyed_invocation(
+        &self,
+        bucket: &KeyedBucket<'_>,
+        permits: i64,
+        enabled: bool,
+        app: &AppSlug,
+    ) -> (redis::ScriptInvocation<'static>, Option<LeaseId>) {
         let algorithm = bucket.policy.algorithm;
         let mut invocation = scripts::keyed_acquire_script(algorithm).key(self.keyed_key(bucket));
         invocation
@@ -170,8 +199,14 @@ impl Limiter {
             | Algorithm::SlidingWindow
             | Algorithm::Gcra => {}
         }
-        let mut conn = self.conn.clone();
-        let reply: Vec<i64> = self.timed(invocation.invoke_async(&mut conn)).await?;
-        Ok((reply, lease))
+        (invocation, lease)
+    }
+}
+
+/// A keyed state read's reply: `(permits available now, ms until full)`.
+pub(super) fn keyed_state_of(reply: &[i64]) -> Result<(i64, i64), LimiterError> {
+    match reply {
+        [2, remaining, _, reset, ..] => Ok((*remaining, *reset)),
+        _ => Err(LimiterError::Reply(format!("{reply:?}"))),
     }
 }

@@ -6,9 +6,12 @@ use redis::Value;
 
 use crate::domain::PolicyName;
 
+use super::keyed::keyed_state_of;
 use super::state::parse_state;
 use super::top_keys::{Scored, most};
-use super::{BucketState, CallerCount, Limiter, LimiterError, MinuteCounts, UsageSpan, scripts};
+use super::{
+    BucketState, CallerCount, KeyedBucket, Limiter, LimiterError, MinuteCounts, UsageSpan, scripts,
+};
 
 /// A policy's page as Redis holds it now.
 #[derive(Debug, Clone, PartialEq)]
@@ -23,11 +26,15 @@ pub struct PolicyLive {
     pub week: Vec<MinuteCounts>,
     /// Per span asked for: `(granted, denied)` top callers, most first.
     pub top: Vec<(Vec<CallerCount>, Vec<CallerCount>)>,
+    /// The caller's bucket looked up, if one was: `(permits available, ms until full)`.
+    pub lookup: Option<(i64, i64)>,
 }
 
 impl Limiter {
     /// The page's Redis part for `name`, its top callers over each of `top_spans` minutes
-    /// (1 to 60), `top_limit` each.
+    /// (1 to 60), `top_limit` each, and the bucket of one caller (`lookup`) of a keyed
+    /// policy: in the same pipeline on a single node; on a cluster, where that bucket
+    /// lives in another slot, by a second call in flight at the same time.
     #[tracing::instrument(level = "debug", skip_all, fields(policy = %name))]
     pub async fn policy_live(
         &self,
@@ -35,6 +42,31 @@ impl Limiter {
         now_minute: i64,
         top_spans: &[i64],
         top_limit: usize,
+        lookup: Option<&KeyedBucket<'_>>,
+    ) -> Result<PolicyLive, LimiterError> {
+        if self.conn.is_cluster()
+            && let Some(bucket) = lookup
+        {
+            let (live, state) = futures_util::future::join(
+                self.one_pipeline(name, now_minute, top_spans, top_limit, None),
+                self.keyed_state(bucket),
+            )
+            .await;
+            let mut live = live?;
+            live.lookup = Some(state?);
+            return Ok(live);
+        }
+        self.one_pipeline(name, now_minute, top_spans, top_limit, lookup)
+            .await
+    }
+
+    async fn one_pipeline(
+        &self,
+        name: &PolicyName,
+        now_minute: i64,
+        top_spans: &[i64],
+        top_limit: usize,
+        lookup: Option<&KeyedBucket<'_>>,
     ) -> Result<PolicyLive, LimiterError> {
         let policy = name.as_str();
         let minute_strings = UsageSpan::DAY.strings(now_minute);
@@ -58,8 +90,22 @@ impl Limiter {
                 .map(|&d| self.keys.usage_hours(policy, d))
                 .collect::<Vec<_>>(),
         );
+        if let Some(bucket) = lookup {
+            let (script, invocation) = self.keyed_state_invocation(bucket);
+            pipe.load_script(script).ignore();
+            pipe.invoke_script(&invocation);
+        }
         let mut conn = self.conn.clone();
-        let replies: Vec<Value> = self.timed(pipe.query_async(&mut conn)).await?;
+        let mut replies: Vec<Value> = self.timed(pipe.query_async(&mut conn)).await?;
+        let lookup = match lookup {
+            Some(_) => {
+                let reply = replies.pop().unwrap_or(Value::Nil);
+                let reply: Vec<i64> = redis::from_redis_value_ref(&reply)
+                    .map_err(|_| LimiterError::Reply(format!("keyed state: {reply:?}")))?;
+                Some(keyed_state_of(&reply)?)
+            }
+            None => None,
+        };
         let bad = |what: &str| LimiterError::Reply(format!("{what}: {replies:?}"));
         let expected = 1 + 2 * top_spans.len() + 2;
         if replies.len() != expected {
@@ -96,6 +142,7 @@ impl Limiter {
             day: UsageSpan::DAY.points_from(now_minute, &minutes),
             week: UsageSpan::WEEK.points_from(now_minute, &hours),
             top,
+            lookup,
         })
     }
 }

@@ -273,36 +273,34 @@ async fn load(
     };
     let history = HistoryPartial::of(state.control.policy_history(actor, name, None).await?);
     let mut status = StatusCode::OK;
-    // One round trip for all the page reads from Redis; a looked-up caller's bucket is a
-    // second one, only when asked for.
-    let live = state.control.policy_live(&policy).await;
+    // One round trip for everything the page reads from Redis, a looked-up caller's
+    // bucket included (a key that cannot name a caller is refused before Redis is asked).
+    let asked = (policy.scope.is_keyed() && !key.is_empty()).then_some(key.as_str());
+    let mut key_error = None;
+    let live = match state.control.policy_live(actor, &policy, asked).await {
+        Err(ControlError::Invalid(errors)) => {
+            status = StatusCode::UNPROCESSABLE_ENTITY;
+            key_error = Some(field_messages(&errors));
+            state.control.policy_live(actor, &policy, None).await
+        }
+        other => other,
+    };
     let unreachable = || "Redis cannot be reached right now; try again in a moment.".to_owned();
-    let (bucket, bucket_error) = if !policy.scope.is_keyed() {
-        match &live {
-            Ok(l) => match &l.state {
-                Some(s) => (Some(bucket_row(&policy, None, s)), None),
-                None => (
-                    None,
-                    Some(
-                        "Redis does not hold this policy right now; the next sync pass restores it."
-                            .to_owned(),
-                    ),
+    let (bucket, bucket_error) = match (&live, key_error) {
+        (_, Some(e)) => (None, Some(e)),
+        (Err(ControlError::RedisUnavailable(_)), None) => (None, Some(unreachable())),
+        (Err(_), None) => return Err(live.err().expect("an error").into()),
+        (Ok(l), None) => match (&l.state, asked) {
+            (Some(s), _) => (Some(bucket_row(&policy, asked, s)), None),
+            (None, None) if policy.scope.is_keyed() => (None, None),
+            (None, _) => (
+                None,
+                Some(
+                    "Redis does not hold this policy right now; the next sync pass restores it."
+                        .to_owned(),
                 ),
-            },
-            Err(_) => (None, Some(unreachable())),
-        }
-    } else if key.is_empty() {
-        (None, None)
-    } else {
-        match state.control.policy_state(actor, name, Some(&key)).await {
-            Ok(s) => (Some(bucket_row(&policy, Some(&key), &s)), None),
-            Err(ControlError::Invalid(errors)) => {
-                status = StatusCode::UNPROCESSABLE_ENTITY;
-                (None, Some(field_messages(&errors)))
-            }
-            Err(ControlError::RedisUnavailable(_)) => (None, Some(unreachable())),
-            Err(e) => return Err(e.into()),
-        }
+            ),
+        },
     };
     let gauge = match &live {
         Ok(l) => l.state.as_ref().map(|s| Gauge {

@@ -90,7 +90,12 @@ async fn a_page_costs_the_same_whatever_it_shows() {
     // An application's page and its live refresh read every policy's state and counts in
     // one call of one script; a policy's page reads its state, usage and top callers in
     // one pipeline.
-    for page in ["/apps/shop", "/apps/shop/live", "/policies/p0"] {
+    for page in [
+        "/apps/shop",
+        "/apps/shop/live",
+        "/policies/p0",
+        "/policies/keyed/overview?key=ann",
+    ] {
         assert_eq!(many[page].1, 1.0, "{page}: Redis calls");
     }
 }

@@ -38,4 +38,12 @@ async fn one_policys_buckets_land_on_every_master() {
         per_master.iter().all(|n| *n >= 600),
         "each master holds at least 20%: {per_master:?}"
     );
+
+    // The policy's page looks one caller's bucket up (another slot than the policy's)
+    // alongside its usage and top callers.
+    let mut admin = app.sign_in_as_admin().await;
+    let page = admin.get("/policies/orders/overview?key=user-7").await;
+    page.assert_status(StatusCode::OK);
+    assert!(page.has("data-fact=\"current\">4 of 5"), "{}", page.body);
+    assert!(page.has("id=\"usage\""));
 }
