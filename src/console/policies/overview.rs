@@ -285,11 +285,15 @@ async fn load(
         }
         other => other,
     };
+    // Redis being unreachable does not fail the page; anything else does.
+    let live = match live {
+        Err(e) if !matches!(e, ControlError::RedisUnavailable(_)) => return Err(e.into()),
+        other => other,
+    };
     let unreachable = || "Redis cannot be reached right now; try again in a moment.".to_owned();
     let (bucket, bucket_error) = match (&live, key_error) {
         (_, Some(e)) => (None, Some(e)),
-        (Err(ControlError::RedisUnavailable(_)), None) => (None, Some(unreachable())),
-        (Err(_), None) => return Err(live.err().expect("an error").into()),
+        (Err(_), None) => (None, Some(unreachable())),
         (Ok(l), None) => match (&l.state, asked) {
             (Some(s), _) => (Some(bucket_row(&policy, asked, s)), None),
             (None, None) if policy.scope.is_keyed() => (None, None),
