@@ -34,7 +34,6 @@ pub fn schema() -> Value {
     });
     json!({
         "$schema": "https://json-schema.org/draft/2020-12/schema",
-        "$id": "/api/v1/policies/schema.json",
         "title": "ratekeeper policy file",
         "description": "One application's policies, or a list of such documents (YAML files may also hold several documents separated by ---).",
         "oneOf": [
