@@ -358,4 +358,16 @@ mod tests {
         );
         assert!(bad_app[0].contains(": app: "), "{bad_app:?}");
     }
+
+    #[test]
+    fn the_readme_example_reads() {
+        let readme = include_str!("../../README.md");
+        let section = &readme[readme.find("## Policy files").unwrap()..];
+        let start = section.find("```yaml\n").unwrap() + "```yaml\n".len();
+        let example = &section[start..start + section[start..].find("```").unwrap()];
+        let specs = parse(example).unwrap();
+        assert_eq!(specs.len(), 4);
+        assert_eq!(specs[0].overrides[0].rate.unwrap().get(), 5.0);
+        assert_eq!(specs[3].owner_app.as_str(), "billing");
+    }
 }
