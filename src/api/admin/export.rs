@@ -12,8 +12,8 @@ use crate::state::AppState;
 #[utoipa::path(
     get, path = "/api/v1/export", tag = "policies", params(("app" = Option<String>, Query, description = "an application slug")),
     responses(
-        (status = 200, description = "The policies of the application, or of every application the caller may see, as a policy file: YAML, or JSON on `Accept: application/json`",
-            content((String = "application/yaml"), (Vec<serde_json::Value> = "application/json"))),
+        (status = 200, description = "The policies of the application, or of every application the caller may see, as a policy file (its schema: /api/v1/policies/schema.json): YAML, or JSON on `Accept: application/json`",
+            content((serde_json::Value = "application/yaml"), (serde_json::Value = "application/json"))),
         (status = 400, description = "Malformed query string", body = Problem, content_type = "application/problem+json"),
         (status = 401, description = "No or bad access token", body = Problem, content_type = "application/problem+json"),
         (status = 403, description = "Not permitted", body = Problem, content_type = "application/problem+json"),
