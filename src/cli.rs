@@ -1,4 +1,5 @@
-//! The command line: `serve` (the default), `migrate`, `user create`, `token create`.
+//! The command line: `serve` (the default), `migrate`, `user create`, `token create`,
+//! `policies export`.
 
 use std::io::{BufRead, IsTerminal, Write};
 
@@ -9,6 +10,7 @@ use secrecy::SecretString;
 use crate::auth::Actor;
 use crate::config::Settings;
 use crate::control::ControlError;
+use crate::policy_file;
 use crate::startup::{Application, Core};
 use crate::store::Store;
 
@@ -56,6 +58,24 @@ pub enum Command {
     Token {
         #[command(subcommand)]
         command: TokenCommand,
+    },
+    /// Policies as a file (YAML or JSON), read from the database directly.
+    Policies {
+        #[command(subcommand)]
+        command: PoliciesCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum PoliciesCommand {
+    /// Print the policies of every application (or of one) as a policy file.
+    Export {
+        /// Only this application's policies.
+        #[arg(long)]
+        app: Option<String>,
+        /// Write JSON instead of YAML.
+        #[arg(long)]
+        json: bool,
     },
 }
 
@@ -126,6 +146,28 @@ pub async fn run(cli: Cli, settings: Settings) -> anyhow::Result<()> {
                 })?;
             let mut out = std::io::stdout().lock();
             writeln!(out, "{}", secrecy::ExposeSecret::expose_secret(&token))?;
+            Ok(())
+        }
+        Command::Policies {
+            command: PoliciesCommand::Export { app, json },
+        } => {
+            let core = Core::build(&settings).await?;
+            let policies = core
+                .control
+                .list_policies(&Actor::operator(), app.as_deref())
+                .await
+                .map_err(|e| match e {
+                    ControlError::NotFound(_) => {
+                        anyhow::anyhow!("there is no application {:?}", app.unwrap_or_default())
+                    }
+                    other => explain(other),
+                })?;
+            let file = if json {
+                policy_file::to_json(&policies)
+            } else {
+                policy_file::to_yaml(&policies)?
+            };
+            std::io::stdout().lock().write_all(file.as_bytes())?;
             Ok(())
         }
     }

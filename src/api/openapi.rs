@@ -33,6 +33,8 @@ use super::{acquire, admin, release};
         admin::policies::policy_versions,
         admin::policies::rollback_policy,
         admin::audit::list_audit,
+        admin::export::export,
+        admin::export::schema,
     ),
     components(schemas(
         crate::control::AppInput,

@@ -33,6 +33,7 @@ pub use keys::DEFAULT_OLD_KEY_GRACE_MS;
 pub use live::{ACTIVITY_MINUTES, LivePolicy, TOP_SPANS};
 pub use members::Ownerless;
 pub use policy_history::{HISTORY_PAGE_SIZE, PolicyHistory};
+pub use policy_spec::new_policy;
 pub use reveal::{Reveal, Revealed};
 pub use views::{
     ApiKeyView, AppDetail, AppView, AuditView, CreatedKey, MemberView, OverrideView,

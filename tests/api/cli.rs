@@ -300,3 +300,56 @@ async fn logs_written_to_a_pipe_carry_no_colour_codes() {
         "colour codes in a log file: {seen:?}"
     );
 }
+
+#[tokio::test]
+async fn policies_export_prints_the_file_from_the_database() {
+    let db = fresh_database(Db::Sqlite).await;
+    let app = spawn_app_with(settings(
+        &db,
+        &redis_url(),
+        &format!("rktest-{}", random_suffix()),
+    ))
+    .await;
+    app.create_app("shop").await;
+    app.create_app("billing").await;
+    app.create_policy(
+        json!({"name": "orders.create", "owner_app": "shop", "rate": 2.5, "max_permits": 10}),
+    )
+    .await;
+    app.create_policy(
+        json!({"name": "jobs.run", "owner_app": "billing", "algorithm": "concurrency",
+        "lease_ttl_ms": 30000, "max_permits": 3}),
+    )
+    .await;
+    let names = |out: &Output| -> Vec<String> {
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        let mut names: Vec<String> = ratekeeper::policy_file::parse(&text(&out.stdout))
+            .unwrap()
+            .iter()
+            .map(|s| s.name.to_string())
+            .collect();
+        names.sort();
+        names
+    };
+
+    let all = ratekeeper(&db, &["policies", "export"], "");
+    assert_eq!(names(&all), ["jobs.run", "orders.create"]);
+    // What the API exports, byte for byte.
+    let r = app.get("/api/v1/export", &app.admin_token).await;
+    assert_eq!(text(&all.stdout), r.text().await.unwrap());
+
+    let shop = ratekeeper(&db, &["policies", "export", "--app", "shop"], "");
+    assert_eq!(names(&shop), ["orders.create"]);
+    let json = ratekeeper(
+        &db,
+        &["policies", "export", "--app", "billing", "--json"],
+        "",
+    );
+    assert!(text(&json.stdout).trim_start().starts_with('['));
+    assert_eq!(names(&json), ["jobs.run"]);
+
+    let unknown = ratekeeper(&db, &["policies", "export", "--app", "nowhere"], "");
+    assert!(!unknown.status.success());
+    assert!(text(&unknown.stderr).contains("no application \"nowhere\""));
+    assert!(unknown.stdout.is_empty());
+}

@@ -5,10 +5,11 @@
 pub(super) mod app_lifecycle;
 pub(super) mod apps;
 pub(super) mod audit;
+pub(super) mod export;
 pub(super) mod policies;
 
 use actix_web::middleware::Compress;
-use actix_web::web;
+use actix_web::{guard, web};
 
 use super::resource;
 use tracing_actix_web::TracingLogger;
@@ -52,6 +53,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
                     .route(web::post().to(policies::create_policy))
                     .route(web::get().to(policies::list_policies)),
             )
+            .service(resource("/export", "GET").route(web::get().to(export::export)))
             // Policy names may contain '/': the top, state, versions and rollback resources
             // are matched first, and a name ending in one of those words is reached
             // percent-encoded (%2F).
@@ -74,6 +76,15 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
             )
             .service(
                 resource("/policies/{name:.+}", "GET, PATCH, DELETE")
+                    // The file format's schema, public; it hides GET of a policy named
+                    // "schema.json" only (its other methods still reach the policy).
+                    .route(
+                        web::get()
+                            .guard(guard::fn_guard(|ctx| {
+                                ctx.head().uri.path() == export::SCHEMA_PATH
+                            }))
+                            .to(export::schema),
+                    )
                     .route(web::get().to(policies::get_policy))
                     .route(web::patch().to(policies::update_policy))
                     .route(web::delete().to(policies::delete_policy)),

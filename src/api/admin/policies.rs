@@ -14,7 +14,7 @@ type Reply = Result<HttpResponse, Problem>;
 
 #[derive(Deserialize)]
 pub struct ListQuery {
-    app: Option<String>,
+    pub(super) app: Option<String>,
 }
 
 /// A policy name from the path; `%2F` stands for '/' when a client encodes it.

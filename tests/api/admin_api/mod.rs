@@ -16,6 +16,7 @@ use crate::helpers::*;
 mod apps;
 mod audit;
 mod authentication;
+mod export;
 mod keys;
 mod members;
 mod odd_input;
