@@ -5,6 +5,8 @@
 
 mod accounts;
 mod app_lifecycle;
+mod apply;
+pub use apply::{ApplyError, Plan, PlanAction, PlannedPolicy};
 mod apps;
 mod audit;
 pub use audit::AuditPage;
