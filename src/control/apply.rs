@@ -4,13 +4,13 @@
 //! same steps as the single-policy calls (history, audit, Redis push after commit).
 
 use serde::Serialize;
-use sha2::{Digest, Sha256};
 
 use crate::auth::{Actor, Permission};
 use crate::domain::{FieldErrors, PolicySpec};
 use crate::policy_file::{FieldChange, PolicyFile, field_changes};
 use crate::store::{AppRecord, PolicyRecord, Tx};
 
+use super::plan_id::{plan_id, stale};
 use super::policies::{delete_policy, insert_policy, update_policy};
 use super::policy_checks::check_apps_exist;
 use super::{Control, ControlError, authorised_app};
@@ -268,42 +268,5 @@ fn entry(
         action,
         version,
         changes,
-    }
-}
-
-/// Hex digits of each policy's digest in a plan id.
-const ENTRY_DIGITS: usize = 12;
-
-/// One digest per planned policy (its name, state and change), in plan order: a plan
-/// made again after someone else's edit shows which policies changed meanwhile.
-fn plan_id(entries: &[PlannedPolicy]) -> String {
-    entries.iter().map(entry_digest).collect()
-}
-
-fn entry_digest(entry: &PlannedPolicy) -> String {
-    let text = serde_json::to_string(entry).unwrap_or_default();
-    let mut digest = hex::encode(Sha256::digest(text.as_bytes()));
-    digest.truncate(ENTRY_DIGITS);
-    digest
-}
-
-/// Why a plan is stale, naming the policies whose state or change is not the planned one.
-fn stale(seen: &str, plan: &Plan) -> String {
-    let seen: Vec<&str> = (0..seen.len() / ENTRY_DIGITS)
-        .filter_map(|i| seen.get(i * ENTRY_DIGITS..(i + 1) * ENTRY_DIGITS))
-        .collect();
-    let changed: Vec<&str> = plan
-        .policies
-        .iter()
-        .filter(|p| !seen.contains(&entry_digest(p).as_str()))
-        .map(|p| p.name.as_str())
-        .collect();
-    if changed.is_empty() {
-        "the plan is stale: the policies changed since it was made; plan again".into()
-    } else {
-        format!(
-            "the plan is stale: changed since it was made: {}; plan again",
-            changed.join(", ")
-        )
     }
 }

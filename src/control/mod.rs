@@ -16,6 +16,7 @@ mod keys;
 mod live;
 mod members;
 mod overrides;
+mod plan_id;
 mod policies;
 mod policy_checks;
 mod policy_history;
