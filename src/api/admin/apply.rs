@@ -5,6 +5,7 @@ use actix_web::{HttpResponse, web};
 use serde::Deserialize;
 
 use crate::api::auth::AdminActor;
+use crate::api::json::unreadable;
 use crate::api::problem::Problem;
 use crate::control::{ApplyError, Plan};
 use crate::domain::{FieldError, FieldErrors};
@@ -31,7 +32,7 @@ pub struct ApplyQuery {
         content((String = "application/yaml"), (serde_json::Value = "application/json"))),
     responses(
         (status = 200, description = "The plan: per policy create, update (with its field changes), unchanged or delete; applied unless a dry run", body = Plan),
-        (status = 400, description = "Malformed query string or a body that is not UTF-8", body = Problem, content_type = "application/problem+json"),
+        (status = 400, description = "Malformed query string, or a body that cannot be read (over 256 KiB) or is not UTF-8", body = Problem, content_type = "application/problem+json"),
         (status = 401, description = "No or bad access token", body = Problem, content_type = "application/problem+json"),
         (status = 403, description = "The file touches applications whose policies the caller may not change (named)", body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "The plan is no longer `plan_id` (the policies that changed named), or a policy was created meanwhile", body = Problem, content_type = "application/problem+json"),
@@ -44,8 +45,10 @@ pub async fn apply(
     state: web::Data<AppState>,
     AdminActor(actor): AdminActor,
     query: web::Query<ApplyQuery>,
-    body: web::Bytes,
+    // A body too large (over actix's 256 KiB) or cut short is a 400 like the JSON bodies'.
+    body: Result<web::Bytes, actix_web::Error>,
 ) -> Result<HttpResponse, Problem> {
+    let body = body.map_err(unreadable)?;
     let text = std::str::from_utf8(&body)
         .map_err(|_| Problem::malformed("the policy file is not UTF-8 text"))?;
     let file = policy_file::parse_file(text).map_err(file_problem)?;

@@ -199,6 +199,18 @@ async fn apply_is_all_or_nothing(db: Db) {
     .await;
     assert_eq!(problem["field"], "broken.allowed_apps", "{problem}");
     assert!(problem["detail"].as_str().unwrap().contains("nowhere"));
+    // A body that is no text, or too large to read, is a 400.
+    for body in [vec![0xff, 0xfe, b'a'], vec![b'#'; 300 * 1024]] {
+        let r = app
+            .client
+            .post(app.url("/api/v1/apply"))
+            .bearer_auth(&app.admin_token)
+            .body(body)
+            .send()
+            .await
+            .unwrap();
+        expect_problem(r, StatusCode::BAD_REQUEST).await;
+    }
     assert_eq!(state_of(&app).await, before);
 }
 on_every_backend!(apply_atomic, apply_is_all_or_nothing);
