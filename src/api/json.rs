@@ -45,7 +45,7 @@ impl<T: DeserializeOwned + 'static> FromRequest for ClientJson<T> {
     }
 }
 
-fn unreadable(e: actix_web::Error) -> Problem {
+pub(crate) fn unreadable(e: actix_web::Error) -> Problem {
     Problem::malformed(format!("cannot read the body: {e}"))
 }
 

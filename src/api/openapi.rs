@@ -35,6 +35,7 @@ use super::{acquire, admin, release};
         admin::audit::list_audit,
         admin::export::export,
         admin::export::schema,
+        admin::apply::apply,
     ),
     components(schemas(
         crate::control::AppInput,
@@ -57,6 +58,10 @@ use super::{acquire, admin, release};
         crate::control::OverrideView,
         crate::control::OverrideInput,
         crate::control::MemberView,
+        crate::control::Plan,
+        crate::control::PlannedPolicy,
+        crate::control::PlanAction,
+        crate::policy_file::FieldChange,
         super::problem::Problem,
     )),
     modifiers(&Security)

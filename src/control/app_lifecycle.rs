@@ -15,7 +15,7 @@ use crate::domain::{AppSlug, FieldErrors, PolicySpec, Scope, check_description};
 use crate::store::{AuditEntry, PolicyRecord, StoreError, Tx};
 
 use super::inputs::{AppInput, text};
-use super::{AppView, Control, ControlError, ControlResult, PolicyView, authorised_app};
+use super::{AppView, Control, ControlError, ControlResult, authorised_app};
 
 impl Control {
     /// Changes any of the application's slug, name and description (owners and admins).
@@ -149,25 +149,8 @@ async fn rewrite_references(
                 spec.owner_app
             )));
         }
-        let updated = tx.update_policy(&current, &spec).await?.ok_or_else(|| {
-            ControlError::Conflict(format!(
-                "policy {:?} changed meanwhile; try again",
-                spec.name.as_str()
-            ))
-        })?;
         // A version of its own in the policy's history: what the rename changed in it.
-        tx.record_policy_version(&updated, &actor.name, "update", None)
-            .await?;
-        tx.record_audit(AuditEntry {
-            actor: &actor.name,
-            app_slug: Some(spec.owner_app.as_str()),
-            entity_type: "policy",
-            entity_id: spec.name.as_str(),
-            action: "update",
-            before: Some(json!(PolicyView::from(&current))),
-            after: Some(json!(PolicyView::from(&updated))),
-        })
-        .await?;
+        let updated = super::policies::update_policy(tx, actor, &current, &spec).await?;
         changed.push(updated);
     }
     Ok(changed)

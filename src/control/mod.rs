@@ -5,6 +5,8 @@
 
 mod accounts;
 mod app_lifecycle;
+mod apply;
+pub use apply::{ApplyError, Plan, PlanAction, PlannedPolicy};
 mod apps;
 mod audit;
 pub use audit::AuditPage;
@@ -14,6 +16,7 @@ mod keys;
 mod live;
 mod members;
 mod overrides;
+mod plan_id;
 mod policies;
 mod policy_checks;
 mod policy_history;

@@ -1,8 +1,8 @@
 use serde_json::json;
 
 use crate::auth::{Actor, Permission};
-use crate::domain::PolicyName;
-use crate::store::{AuditEntry, PolicyRecord, StoreError};
+use crate::domain::{PolicyName, PolicySpec};
+use crate::store::{AppRecord, AuditEntry, PolicyRecord, StoreError, Tx};
 
 use super::inputs::PolicyInput;
 use super::policy_checks::{checked_new_policy, checked_patch};
@@ -17,28 +17,8 @@ impl Control {
     ) -> ControlResult<PolicyView> {
         let mut tx = self.store.begin().await?;
         let (spec, app) = checked_new_policy(&mut tx, actor, &input).await?;
-        let record = match tx.insert_policy(&app.id, &spec).await {
-            Err(StoreError::Conflict) => {
-                return Err(ControlError::Conflict(format!(
-                    "a policy named {:?} already exists",
-                    spec.name.as_str()
-                )));
-            }
-            other => other?,
-        };
+        let record = insert_policy(&mut tx, actor, &spec, &app).await?;
         let view = PolicyView::from(&record);
-        tx.record_policy_version(&record, &actor.name, "create", None)
-            .await?;
-        tx.record_audit(AuditEntry {
-            actor: &actor.name,
-            app_slug: Some(&app.slug),
-            entity_type: "policy",
-            entity_id: spec.name.as_str(),
-            action: "create",
-            before: None,
-            after: Some(json!(view)),
-        })
-        .await?;
         tx.commit().await?;
         self.sync.policy_saved(&record).await;
         Ok(view)
@@ -69,23 +49,8 @@ impl Control {
             tx.commit().await?;
             return Ok(PolicyView::from(&current));
         }
-        // The row is locked since it was read, so its version still holds.
-        let updated = tx.update_policy(&current, &spec).await?.ok_or_else(|| {
-            ControlError::Internal(anyhow::anyhow!("locked policy {name:?} changed under us"))
-        })?;
+        let updated = update_policy(&mut tx, actor, &current, &spec).await?;
         let view = PolicyView::from(&updated);
-        tx.record_policy_version(&updated, &actor.name, "update", None)
-            .await?;
-        tx.record_audit(AuditEntry {
-            actor: &actor.name,
-            app_slug: Some(spec.owner_app.as_str()),
-            entity_type: "policy",
-            entity_id: spec.name.as_str(),
-            action: "update",
-            before: Some(json!(PolicyView::from(&current))),
-            after: Some(json!(view)),
-        })
-        .await?;
         tx.commit().await?;
         self.sync.policy_saved(&updated).await;
         Ok(view)
@@ -97,17 +62,7 @@ impl Control {
         let current = self
             .readable_policy(&mut tx, actor, name, Permission::Edit)
             .await?;
-        tx.delete_policy(&current.id).await?;
-        tx.record_audit(AuditEntry {
-            actor: &actor.name,
-            app_slug: Some(current.spec.owner_app.as_str()),
-            entity_type: "policy",
-            entity_id: current.spec.name.as_str(),
-            action: "delete",
-            before: Some(json!(PolicyView::from(&current))),
-            after: None,
-        })
-        .await?;
+        delete_policy(&mut tx, actor, &current).await?;
         tx.commit().await?;
         self.sync.policy_deleted(&current.spec.name).await;
         Ok(())
@@ -226,4 +181,84 @@ impl Control {
         tx.commit().await?;
         Ok(records.iter().map(PolicyView::from).collect())
     }
+}
+
+/// Saves a new, checked policy in `tx`: its first version in the history and the audit.
+pub(super) async fn insert_policy(
+    tx: &mut Tx,
+    actor: &Actor,
+    spec: &PolicySpec,
+    app: &AppRecord,
+) -> ControlResult<PolicyRecord> {
+    let record = match tx.insert_policy(&app.id, spec).await {
+        Err(StoreError::Conflict) => {
+            return Err(ControlError::Conflict(format!(
+                "a policy named {:?} already exists",
+                spec.name.as_str()
+            )));
+        }
+        other => other?,
+    };
+    tx.record_policy_version(&record, &actor.name, "create", None)
+        .await?;
+    tx.record_audit(AuditEntry {
+        actor: &actor.name,
+        app_slug: Some(&app.slug),
+        entity_type: "policy",
+        entity_id: spec.name.as_str(),
+        action: "create",
+        before: None,
+        after: Some(json!(PolicyView::from(&record))),
+    })
+    .await?;
+    Ok(record)
+}
+
+/// Changes the policy `current` to `spec` in `tx`: a new version and the audit. A row
+/// not locked since it was read may have changed meanwhile: a conflict, to try again.
+pub(super) async fn update_policy(
+    tx: &mut Tx,
+    actor: &Actor,
+    current: &PolicyRecord,
+    spec: &PolicySpec,
+) -> ControlResult<PolicyRecord> {
+    let updated = tx.update_policy(current, spec).await?.ok_or_else(|| {
+        ControlError::Conflict(format!(
+            "policy {:?} changed meanwhile; try again",
+            spec.name.as_str()
+        ))
+    })?;
+    tx.record_policy_version(&updated, &actor.name, "update", None)
+        .await?;
+    tx.record_audit(AuditEntry {
+        actor: &actor.name,
+        app_slug: Some(spec.owner_app.as_str()),
+        entity_type: "policy",
+        entity_id: spec.name.as_str(),
+        action: "update",
+        before: Some(json!(PolicyView::from(current))),
+        after: Some(json!(PolicyView::from(&updated))),
+    })
+    .await?;
+    Ok(updated)
+}
+
+/// Deletes the locked policy `current` in `tx`, audited.
+pub(super) async fn delete_policy(
+    tx: &mut Tx,
+    actor: &Actor,
+    current: &PolicyRecord,
+) -> ControlResult<()> {
+    tx.delete_policy(&current.id).await?;
+    tx.record_audit(AuditEntry {
+        actor: &actor.name,
+        app_slug: Some(current.spec.owner_app.as_str()),
+        entity_type: "policy",
+        entity_id: current.spec.name.as_str(),
+        action: "delete",
+        before: Some(json!(PolicyView::from(current))),
+        after: None,
+    })
+    .await?;
+    Ok(())
 }

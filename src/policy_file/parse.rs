@@ -42,8 +42,21 @@ impl std::fmt::Display for FileErrors {
 
 impl std::error::Error for FileErrors {}
 
+/// What a file describes: the applications its documents name (a document without
+/// policies names its application too: with prune, it empties it) and their policies.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PolicyFile {
+    pub apps: Vec<String>,
+    pub specs: Vec<PolicySpec>,
+}
+
 /// The policies a file describes: JSON when it starts with `{` or `[`, YAML otherwise.
 pub fn parse(text: &str) -> Result<Vec<PolicySpec>, FileErrors> {
+    parse_file(text).map(|file| file.specs)
+}
+
+/// [`parse`], with the applications the file names.
+pub fn parse_file(text: &str) -> Result<PolicyFile, FileErrors> {
     let documents = if text.trim_start().starts_with(['{', '[']) {
         vec![read_json(text)?]
     } else {
@@ -51,8 +64,12 @@ pub fn parse(text: &str) -> Result<Vec<PolicySpec>, FileErrors> {
     };
     let mut errors = Vec::new();
     let mut specs: Vec<PolicySpec> = Vec::new();
+    let mut named: Vec<String> = Vec::new();
     for (d, Documents(apps)) in documents.iter().enumerate() {
         for app in apps {
+            if !named.contains(&app.app) {
+                named.push(app.app.clone());
+            }
             for (i, policy) in app.policies.iter().enumerate() {
                 let line = line_of(text, "name", &policy.name);
                 match checked(app, policy) {
@@ -83,7 +100,7 @@ pub fn parse(text: &str) -> Result<Vec<PolicySpec>, FileErrors> {
         }
     }
     if errors.is_empty() {
-        Ok(specs)
+        Ok(PolicyFile { apps: named, specs })
     } else {
         Err(FileErrors(errors))
     }

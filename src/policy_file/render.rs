@@ -39,7 +39,7 @@ pub fn to_json(policies: &[PolicyView]) -> String {
     text
 }
 
-fn file_policy(p: &PolicyView) -> FilePolicy {
+pub(super) fn file_policy(p: &PolicyView) -> FilePolicy {
     FilePolicy {
         name: p.name.clone(),
         algorithm: Some(p.algorithm.as_str().to_owned()),

@@ -244,7 +244,7 @@ async fn a_redis_outage_fails_closed_or_open_as_the_policy_says() {
 
 /// Every operation the server serves under `/v1/` and `/api/v1/` (`api::routes`), with
 /// the path as the OpenAPI document spells it.
-const API_OPERATIONS: [(&str, &str); 25] = [
+const API_OPERATIONS: [(&str, &str); 26] = [
     ("post", "/v1/acquire"),
     ("post", "/v1/release"),
     ("get", "/api/v1/apps"),
@@ -269,6 +269,7 @@ const API_OPERATIONS: [(&str, &str); 25] = [
     ("post", "/api/v1/policies/{name}/rollback"),
     ("get", "/api/v1/audit"),
     ("get", "/api/v1/export"),
+    ("post", "/api/v1/apply"),
     ("get", "/api/v1/policies/schema.json"),
 ];
 

@@ -3,6 +3,7 @@
 //! renders.
 
 pub(super) mod app_lifecycle;
+pub(super) mod apply;
 pub(super) mod apps;
 pub(super) mod audit;
 pub(super) mod export;
@@ -54,6 +55,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
                     .route(web::get().to(policies::list_policies)),
             )
             .service(resource("/export", "GET").route(web::get().to(export::export)))
+            .service(resource("/apply", "POST").route(web::post().to(apply::apply)))
             // Policy names may contain '/': the top, state, versions and rollback resources
             // are matched first, and a name ending in one of those words is reached
             // percent-encoded (%2F).

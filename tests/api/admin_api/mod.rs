@@ -13,6 +13,7 @@ use serde_json::{Value, json};
 
 use crate::helpers::*;
 
+mod apply;
 mod apps;
 mod audit;
 mod authentication;

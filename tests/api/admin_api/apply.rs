@@ -1,0 +1,365 @@
+//! Plan and apply a policy file (README "Policy files"): `POST /api/v1/apply?dry_run=true`
+//! lists exactly the differences; without `dry_run` it makes them all or none, audited as
+//! the token's user, in the history and in Redis; permission and plan conflicts change
+//! nothing (read back as the admin, with no audit event written).
+
+use reqwest::{Response, StatusCode};
+use serde_json::{Value, json};
+
+use super::{admin_reads, minimal_policy};
+use crate::helpers::*;
+use crate::on_every_backend;
+
+async fn apply(app: &TestApp, query: &str, token: &str, file: &str) -> Response {
+    app.client
+        .post(app.url(&format!("/api/v1/apply{query}")))
+        .bearer_auth(token)
+        .header("content-type", "application/yaml")
+        .body(file.to_owned())
+        .send()
+        .await
+        .expect("request sent")
+}
+
+/// Everything a change could touch: the policies as the admin reads them, and how many
+/// audit events there are.
+async fn state_of(app: &TestApp) -> (Value, usize) {
+    let policies = admin_reads(app, "/api/v1/policies").await;
+    (policies, app.audit("").await.len())
+}
+
+/// The plan's (name, action) pairs.
+fn actions(plan: &Value) -> Vec<(String, String)> {
+    plan["policies"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            (
+                p["name"].as_str().unwrap().to_owned(),
+                p["action"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect()
+}
+
+/// shop with `orders.create` (10/s, max 20) and `search` (10/s, max 20), billing with
+/// `invoices.list`.
+async fn shop_and_billing(app: &TestApp) {
+    app.create_app("shop").await;
+    app.create_app("billing").await;
+    for (name, owner) in [
+        ("orders.create", "shop"),
+        ("search", "shop"),
+        ("invoices.list", "billing"),
+    ] {
+        app.create_policy(minimal_policy(name, owner)).await;
+    }
+}
+
+/// shop's file: orders.create unchanged, search at 2/min, a new `pings`; no `search`
+/// is deleted, `orders.create`... (see each test).
+const SHOP_FILE: &str = "app: shop
+policies:
+  - name: orders.create
+    rate: 10
+    max_permits: 20
+  - name: search
+    rate: 120/min
+    max_permits: 20
+  - name: pings
+    rate: 1/min
+    max_permits: 1
+";
+
+async fn export_then_apply_changes_nothing(db: Db) {
+    let app = spawn_app(db).await;
+    shop_and_billing(&app).await;
+    let exported = app
+        .client
+        .get(app.url("/api/v1/export"))
+        .bearer_auth(&app.admin_token)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let before = state_of(&app).await;
+    let plan = expect_status(
+        apply(
+            &app,
+            "?dry_run=true&prune=true",
+            &app.admin_token,
+            &exported,
+        )
+        .await,
+        StatusCode::OK,
+    )
+    .await;
+    assert!(
+        actions(&plan).iter().all(|(_, a)| a == "unchanged"),
+        "{plan}"
+    );
+    assert_eq!(actions(&plan).len(), 3);
+    let applied = expect_status(
+        apply(&app, "?prune=true", &app.admin_token, &exported).await,
+        StatusCode::OK,
+    )
+    .await;
+    assert_eq!(applied["applied"], true);
+    assert_eq!(applied["plan_id"], plan["plan_id"]);
+    assert_eq!(
+        state_of(&app).await,
+        before,
+        "nothing changed, nothing audited"
+    );
+}
+on_every_backend!(apply_export_is_a_no_op, export_then_apply_changes_nothing);
+
+async fn a_plan_lists_exactly_the_differences(db: Db) {
+    let app = spawn_app(db).await;
+    shop_and_billing(&app).await;
+    app.create_policy(minimal_policy("old", "shop")).await;
+    let before = state_of(&app).await;
+    let plan = expect_status(
+        apply(&app, "?dry_run=true", &app.admin_token, SHOP_FILE).await,
+        StatusCode::OK,
+    )
+    .await;
+    assert_eq!(plan["applied"], false);
+    let pairs = |v: &[(&str, &str)]| -> Vec<(String, String)> {
+        v.iter()
+            .map(|(a, b)| ((*a).to_owned(), (*b).to_owned()))
+            .collect()
+    };
+    assert_eq!(
+        actions(&plan),
+        pairs(&[
+            ("orders.create", "unchanged"),
+            ("search", "update"),
+            ("pings", "create")
+        ])
+    );
+    // The update's diff: only the rate, in the file's units.
+    assert_eq!(
+        plan["policies"][1]["changes"],
+        json!([{"field": "rate", "before": "600/min", "after": "120/min"}])
+    );
+    assert_eq!(plan["policies"][1]["version"], 1);
+    // With prune, shop's policy the file does not list is deleted; billing's is not.
+    let pruned = expect_status(
+        apply(
+            &app,
+            "?dry_run=true&prune=true",
+            &app.admin_token,
+            SHOP_FILE,
+        )
+        .await,
+        StatusCode::OK,
+    )
+    .await;
+    assert_eq!(
+        actions(&pruned),
+        pairs(&[
+            ("orders.create", "unchanged"),
+            ("search", "update"),
+            ("pings", "create"),
+            ("old", "delete")
+        ])
+    );
+    assert_ne!(pruned["plan_id"], plan["plan_id"]);
+    assert_eq!(state_of(&app).await, before, "a dry run changes nothing");
+}
+on_every_backend!(apply_plan_differences, a_plan_lists_exactly_the_differences);
+
+async fn apply_is_all_or_nothing(db: Db) {
+    let app = spawn_app(db).await;
+    shop_and_billing(&app).await;
+    let before = state_of(&app).await;
+    // The parser's errors: one bad policy among good ones.
+    let bad = format!("{SHOP_FILE}  - name: broken\n    rate: 5/week\n    max_permits: 1\n");
+    let problem = expect_problem(
+        apply(&app, "", &app.admin_token, &bad).await,
+        StatusCode::UNPROCESSABLE_ENTITY,
+    )
+    .await;
+    assert_eq!(
+        problem["field"], "document 1, line 13: policies[3].rate",
+        "{problem}"
+    );
+    // What only the database knows: an allowed application that does not exist.
+    let unknown = format!(
+        "{SHOP_FILE}  - name: broken\n    rate: 5\n    max_permits: 1\n    allowed_apps: [shop, nowhere]\n"
+    );
+    let problem = expect_problem(
+        apply(&app, "", &app.admin_token, &unknown).await,
+        StatusCode::UNPROCESSABLE_ENTITY,
+    )
+    .await;
+    assert_eq!(problem["field"], "broken.allowed_apps", "{problem}");
+    assert!(problem["detail"].as_str().unwrap().contains("nowhere"));
+    // A body that is no text, or too large to read, is a 400.
+    for body in [vec![0xff, 0xfe, b'a'], vec![b'#'; 300 * 1024]] {
+        let r = app
+            .client
+            .post(app.url("/api/v1/apply"))
+            .bearer_auth(&app.admin_token)
+            .body(body)
+            .send()
+            .await
+            .unwrap();
+        expect_problem(r, StatusCode::BAD_REQUEST).await;
+    }
+    assert_eq!(state_of(&app).await, before);
+}
+on_every_backend!(apply_atomic, apply_is_all_or_nothing);
+
+async fn an_owner_applies_only_to_their_applications(db: Db) {
+    let app = spawn_app(db).await;
+    shop_and_billing(&app).await;
+    let owner = app.create_user("olga", Some(("shop", "owner"))).await;
+    let before = state_of(&app).await;
+    let both = format!(
+        "{SHOP_FILE}---\napp: billing\npolicies:\n  - name: invoices.list\n    rate: 1\n    max_permits: 1\n"
+    );
+    for query in ["", "?dry_run=true"] {
+        let problem = expect_problem(
+            apply(&app, query, &owner, &both).await,
+            StatusCode::FORBIDDEN,
+        )
+        .await;
+        let detail = problem["detail"].as_str().unwrap();
+        assert!(
+            detail.contains("billing") && !detail.contains("shop"),
+            "{detail}"
+        );
+    }
+    // Naming a policy billing owns under shop touches billing too.
+    let stolen = "app: shop\npolicies:\n  - name: invoices.list\n    rate: 1\n    max_permits: 1\n";
+    let problem =
+        expect_problem(apply(&app, "", &owner, stolen).await, StatusCode::FORBIDDEN).await;
+    assert!(problem["detail"].as_str().unwrap().contains("billing"));
+    assert_eq!(state_of(&app).await, before);
+    // Their own application's file applies.
+    expect_status(apply(&app, "", &owner, SHOP_FILE).await, StatusCode::OK).await;
+}
+on_every_backend!(
+    apply_permissions,
+    an_owner_applies_only_to_their_applications
+);
+
+async fn a_stale_plan_applies_nothing(db: Db) {
+    let app = spawn_app(db).await;
+    shop_and_billing(&app).await;
+    let plan = expect_status(
+        apply(&app, "?dry_run=true", &app.admin_token, SHOP_FILE).await,
+        StatusCode::OK,
+    )
+    .await;
+    // Someone edits `search` in between.
+    let r = app
+        .send(
+            "PATCH",
+            "/api/v1/policies/search",
+            &app.admin_token,
+            Some(json!({"max_permits": 7})),
+        )
+        .await;
+    expect_status(r, StatusCode::OK).await;
+    let before = state_of(&app).await;
+    let query = format!("?plan_id={}", plan["plan_id"].as_str().unwrap());
+    let problem = expect_problem(
+        apply(&app, &query, &app.admin_token, SHOP_FILE).await,
+        StatusCode::CONFLICT,
+    )
+    .await;
+    let detail = problem["detail"].as_str().unwrap();
+    assert!(detail.contains("search"), "{detail}");
+    assert!(
+        !detail.contains("orders.create") && !detail.contains("pings"),
+        "{detail}"
+    );
+    assert_eq!(state_of(&app).await, before);
+    // The plan made again applies.
+    let again = expect_status(
+        apply(&app, "?dry_run=true", &app.admin_token, SHOP_FILE).await,
+        StatusCode::OK,
+    )
+    .await;
+    let query = format!("?plan_id={}", again["plan_id"].as_str().unwrap());
+    expect_status(
+        apply(&app, &query, &app.admin_token, SHOP_FILE).await,
+        StatusCode::OK,
+    )
+    .await;
+}
+on_every_backend!(apply_stale_plan, a_stale_plan_applies_nothing);
+
+async fn applied_changes_are_stored_audited_versioned_and_enforced(db: Db) {
+    let app = spawn_app(db).await;
+    shop_and_billing(&app).await;
+    app.create_policy(minimal_policy("old", "shop")).await;
+    let key = app.create_key("shop").await;
+    // Redis knows `old` before.
+    expect_status(app.acquire(&key, "old", 1).await, StatusCode::OK).await;
+    let owner = app.create_user("olga", Some(("shop", "owner"))).await;
+    let plan = expect_status(
+        apply(&app, "?prune=true", &owner, SHOP_FILE).await,
+        StatusCode::OK,
+    )
+    .await;
+    assert_eq!(plan["applied"], true);
+
+    // In SQL.
+    let search = admin_reads(&app, "/api/v1/policies/search").await;
+    assert_eq!(search["rate"].as_f64(), Some(2.0));
+    assert_eq!(search["version"], 2);
+    let pings = admin_reads(&app, "/api/v1/policies/pings").await;
+    assert_eq!(pings["max_permits"], 1);
+    expect_problem(
+        app.get("/api/v1/policies/old", &app.admin_token).await,
+        StatusCode::NOT_FOUND,
+    )
+    .await;
+    // Audited as the token's user, one event per change.
+    let events = app.audit("?user=olga").await;
+    let mut done: Vec<(String, String, String)> = events
+        .iter()
+        .map(|e| {
+            (
+                e["actor"].as_str().unwrap().to_owned(),
+                e["action"].as_str().unwrap().to_owned(),
+                e["entity_id"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    done.sort();
+    let olga = |action: &str, name: &str| ("olga".to_owned(), action.to_owned(), name.to_owned());
+    assert_eq!(
+        done,
+        [
+            olga("create", "pings"),
+            olga("delete", "old"),
+            olga("update", "search")
+        ]
+    );
+    // In the history.
+    let versions = admin_reads(&app, "/api/v1/policies/search/versions").await;
+    assert_eq!(versions[0]["version"], 2);
+    assert_eq!(versions[0]["author"], "olga");
+    let versions = admin_reads(&app, "/api/v1/policies/pings/versions").await;
+    assert_eq!(versions[0]["action"], "create");
+    // Enforced: pings allows one permit, then denies; `old` is gone.
+    expect_status(app.acquire(&key, "pings", 1).await, StatusCode::OK).await;
+    let denied = app.acquire(&key, "pings", 1).await;
+    assert_eq!(denied.status(), StatusCode::TOO_MANY_REQUESTS);
+    assert_eq!(
+        app.acquire(&key, "old", 1).await.status(),
+        StatusCode::NOT_FOUND
+    );
+}
+on_every_backend!(
+    apply_takes_effect,
+    applied_changes_are_stored_audited_versioned_and_enforced
+);
