@@ -96,6 +96,13 @@ async fn remote(server: &str, text: &str, prune: bool, apply: bool) -> anyhow::R
         .map_err(|_| anyhow!("--server {server:?} is not a URL such as http://127.0.0.1:8080"))?
         .pop_if_empty()
         .extend(["api", "v1", "apply"]);
+    // The client is built without TLS, to keep the dependencies few (README "From the
+    // command line"); say so rather than fail to connect.
+    if endpoint.scheme() != "http" {
+        bail!(
+            "--server {server:?}: only http:// URLs are supported (reach a TLS server through a tunnel or a local proxy)"
+        );
+    }
     let client = reqwest::Client::new();
     let plan = send(&client, &endpoint, &token, text, prune, None).await?;
     if !apply {
