@@ -1,5 +1,7 @@
 //! The command line: `serve` (the default), `migrate`, `user create`, `token create`,
-//! `policies export`.
+//! `policies export|plan|apply` (the last two in `policies`).
+
+mod policies;
 
 use std::io::{BufRead, IsTerminal, Write};
 
@@ -59,7 +61,8 @@ pub enum Command {
         #[command(subcommand)]
         command: TokenCommand,
     },
-    /// Policies as a file (YAML or JSON), read from the database directly.
+    /// Policies as a file (YAML or JSON): exported from the database, planned and applied
+    /// against a server (`--server`) or the database.
     Policies {
         #[command(subcommand)]
         command: PoliciesCommand,
@@ -77,6 +80,10 @@ pub enum PoliciesCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Print what applying a policy file would change, changing nothing.
+    Plan(policies::FileTarget),
+    /// Apply a policy file (its plan, made first, exactly) and print what changed.
+    Apply(policies::FileTarget),
 }
 
 #[derive(Debug, Subcommand)]
@@ -170,6 +177,12 @@ pub async fn run(cli: Cli, settings: Settings) -> anyhow::Result<()> {
             std::io::stdout().lock().write_all(file.as_bytes())?;
             Ok(())
         }
+        Command::Policies {
+            command: PoliciesCommand::Plan(target),
+        } => policies::run(target, settings, false).await,
+        Command::Policies {
+            command: PoliciesCommand::Apply(target),
+        } => policies::run(target, settings, true).await,
     }
 }
 

@@ -78,7 +78,8 @@ impl Settings {
         if let Ok(path) = std::env::var("RATEKEEPER_CONFIG") {
             figment = figment.merge(Toml::file_exact(path));
         }
-        let figment = figment.merge(Env::prefixed(ENV_PREFIX).ignore(&["config"]));
+        // RATEKEEPER_TOKEN is the CLI's access token for `--server`, not a setting.
+        let figment = figment.merge(Env::prefixed(ENV_PREFIX).ignore(&["config", "token"]));
         let settings: Settings = figment.extract().map_err(Box::new)?;
         settings.validate()?;
         Ok(settings)

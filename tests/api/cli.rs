@@ -9,6 +9,11 @@ use serde_json::json;
 use crate::helpers::*;
 
 fn ratekeeper(db_url: &str, args: &[&str], stdin: &str) -> Output {
+    ratekeeper_with(db_url, args, stdin, &[])
+}
+
+/// The binary with more environment variables (later ones win), never an inherited token.
+fn ratekeeper_with(db_url: &str, args: &[&str], stdin: &str, env: &[(&str, &str)]) -> Output {
     let mut child = Command::new(env!("CARGO_BIN_EXE_ratekeeper"))
         .args(args)
         .env("RATEKEEPER_DATABASE_URL", db_url)
@@ -17,6 +22,8 @@ fn ratekeeper(db_url: &str, args: &[&str], stdin: &str) -> Output {
             format!("rktest-cli-{}", random_suffix()),
         )
         .env("RATEKEEPER_REDIS_URL", redis_url())
+        .env_remove("RATEKEEPER_TOKEN")
+        .envs(env.iter().copied())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -301,8 +308,9 @@ async fn logs_written_to_a_pipe_carry_no_colour_codes() {
     );
 }
 
-#[tokio::test]
-async fn policies_export_prints_the_file_from_the_database() {
+/// A server on a fresh SQLite database with applications shop and billing, and the
+/// shop's policy `orders.create`.
+async fn shop_and_billing() -> (String, TestApp) {
     let db = fresh_database(Db::Sqlite).await;
     let app = spawn_app_with(settings(
         &db,
@@ -316,6 +324,12 @@ async fn policies_export_prints_the_file_from_the_database() {
         json!({"name": "orders.create", "owner_app": "shop", "rate": 2.5, "max_permits": 10}),
     )
     .await;
+    (db, app)
+}
+
+#[tokio::test]
+async fn policies_export_prints_the_file_from_the_database() {
+    let (db, app) = shop_and_billing().await;
     app.create_policy(
         json!({"name": "jobs.run", "owner_app": "billing", "algorithm": "concurrency",
         "lease_ttl_ms": 30000, "max_permits": 3}),
@@ -352,4 +366,216 @@ async fn policies_export_prints_the_file_from_the_database() {
     assert!(!unknown.status.success());
     assert!(text(&unknown.stderr).contains("no application \"nowhere\""));
     assert!(unknown.stdout.is_empty());
+}
+
+/// The binary run off the test's runtime, so that the server it talks to keeps serving.
+async fn ratekeeper_async(
+    db_url: &str,
+    args: &[&str],
+    stdin: &str,
+    env: &[(&str, &str)],
+) -> Output {
+    let owned = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    let (db_url, args, stdin) = (db_url.to_owned(), owned(args), stdin.to_owned());
+    let env: Vec<(String, String)> = env
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    tokio::task::spawn_blocking(move || {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        ratekeeper_with(&db_url, &args, &stdin, &env)
+    })
+    .await
+    .unwrap()
+}
+
+/// The shop's file: `orders.create` kept, `search` made slower, `pings` new.
+const SHOP_FILE: &str = "\
+app: shop
+policies:
+  - name: orders.create
+    rate: 2.5
+    max_permits: 10
+  - name: search
+    rate: 2/s
+    max_permits: 5
+  - name: pings
+    algorithm: fixed_window
+    window: 1m
+    max_permits: 60
+";
+
+#[tokio::test]
+async fn policies_plan_and_apply_against_a_server_with_an_owners_token() {
+    let (db, app) = shop_and_billing().await;
+    app.create_policy(
+        json!({"name": "search", "owner_app": "shop", "rate": 10.0, "max_permits": 5}),
+    )
+    .await;
+    let token = app.create_user("olga", Some(("shop", "owner"))).await;
+    let dir = std::env::temp_dir().join(format!("rk-cli-{}", random_suffix()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("shop.yaml");
+    std::fs::write(&file, SHOP_FILE).unwrap();
+    let file = file.to_str().unwrap();
+    let with_token = [("RATEKEEPER_TOKEN", token.as_str())];
+    let run = |command: &'static str, file: String, env: Vec<(&'static str, String)>| {
+        let (db, server) = (db.clone(), app.address.clone());
+        async move {
+            let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+            ratekeeper_async(
+                &db,
+                &["policies", command, &file, "--server", &server],
+                "",
+                &env,
+            )
+            .await
+        }
+    };
+    let env = |pairs: &[(&'static str, &str)]| -> Vec<(&'static str, String)> {
+        pairs.iter().map(|(k, v)| (*k, v.to_string())).collect()
+    };
+
+    let plan = run("plan", file.into(), env(&with_token)).await;
+    assert!(plan.status.success(), "{}", text(&plan.stderr));
+    let shown = text(&plan.stdout);
+    assert!(shown.contains("= unchanged orders.create\n"), "{shown}");
+    assert!(
+        shown.contains("~ update search: rate 10/s -> 2/s\n"),
+        "{shown}"
+    );
+    assert!(shown.contains("+ create pings (shop)\n"), "{shown}");
+    assert!(
+        shown.contains("Plan: 1 to create, 1 to update, 0 to delete, 1 unchanged."),
+        "{shown}"
+    );
+    // A plan changes nothing.
+    expect_problem(
+        app.get("/api/v1/policies/pings", &app.admin_token).await,
+        StatusCode::NOT_FOUND,
+    )
+    .await;
+
+    let applied = run("apply", file.into(), env(&with_token)).await;
+    assert!(applied.status.success(), "{}", text(&applied.stderr));
+    assert!(text(&applied.stdout).contains("Applied: 1 to create, 1 to update"));
+    let pings = expect_status(
+        app.get("/api/v1/policies/pings", &app.admin_token).await,
+        StatusCode::OK,
+    )
+    .await;
+    assert_eq!(pings["window_ms"], 60000);
+    let search = expect_status(
+        app.get("/api/v1/policies/search", &app.admin_token).await,
+        StatusCode::OK,
+    )
+    .await;
+    assert_eq!(search["rate"], 2.0);
+    let events = app.audit("?app=shop").await;
+    assert!(
+        events.iter().any(|e| e["actor"] == "olga"),
+        "audited as the token's user: {events:?}"
+    );
+
+    let again = run("plan", file.into(), env(&with_token)).await;
+    assert!(again.status.success(), "{}", text(&again.stderr));
+    let shown = text(&again.stdout);
+    assert!(
+        shown.contains("Plan: 0 to create, 0 to update, 0 to delete, 3 unchanged."),
+        "{shown}"
+    );
+
+    // No token: refused before anything is sent, the variable named.
+    let changed = SHOP_FILE.replace("max_permits: 60", "max_permits: 61");
+    std::fs::write(dir.join("changed.yaml"), &changed).unwrap();
+    let changed_path = dir.join("changed.yaml").to_str().unwrap().to_owned();
+    let missing = run("apply", changed_path.clone(), Vec::new()).await;
+    assert!(!missing.status.success());
+    assert!(
+        text(&missing.stderr).contains("RATEKEEPER_TOKEN"),
+        "{}",
+        text(&missing.stderr)
+    );
+    assert!(missing.stdout.is_empty());
+
+    // Another application's policy: the server's 403, shown plainly, nothing changed.
+    let billing = dir.join("billing.yaml");
+    std::fs::write(&billing, format!("{changed}---\napp: billing\npolicies:\n  - name: mails\n    rate: 1\n    max_permits: 1\n")).unwrap();
+    let forbidden = run("apply", billing.to_str().unwrap().into(), env(&with_token)).await;
+    assert!(!forbidden.status.success());
+    let stderr = text(&forbidden.stderr);
+    assert!(
+        stderr.contains("403") && stderr.contains("billing"),
+        "{stderr}"
+    );
+    let pings = expect_status(
+        app.get("/api/v1/policies/pings", &app.admin_token).await,
+        StatusCode::OK,
+    )
+    .await;
+    assert_eq!(pings["max_permits"], 60, "nothing applied");
+    expect_problem(
+        app.get("/api/v1/policies/mails", &app.admin_token).await,
+        StatusCode::NOT_FOUND,
+    )
+    .await;
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[tokio::test]
+async fn policies_apply_without_a_server_writes_the_database_and_pushes_to_redis() {
+    let db = fresh_database(Db::Postgres).await;
+    let prefix = format!("rktest-{}", random_suffix());
+    let app = spawn_app_with(settings(&db, &redis_url(), &prefix)).await;
+    app.create_app("shop").await;
+    app.create_policy(
+        json!({"name": "orders.create", "owner_app": "shop", "rate": 2.5, "max_permits": 10}),
+    )
+    .await;
+    let env = [("RATEKEEPER_REDIS_PREFIX", prefix.as_str())];
+
+    let plan = ratekeeper_async(
+        &db,
+        &["policies", "plan", "-", "--prune"],
+        "app: shop\npolicies: []\n",
+        &env,
+    )
+    .await;
+    assert!(plan.status.success(), "{}", text(&plan.stderr));
+    assert!(
+        text(&plan.stdout).contains("- delete orders.create\n"),
+        "{}",
+        text(&plan.stdout)
+    );
+
+    let applied = ratekeeper_async(&db, &["policies", "apply", "-"], SHOP_FILE, &env).await;
+    assert!(applied.status.success(), "{}", text(&applied.stderr));
+    assert!(
+        text(&applied.stdout)
+            .contains("Applied: 2 to create, 0 to update, 0 to delete, 1 unchanged.")
+    );
+    expect_status(
+        app.get("/api/v1/policies/search", &app.admin_token).await,
+        StatusCode::OK,
+    )
+    .await;
+    assert!(
+        app.redis_exists(&app.policy_key("search")).await,
+        "pushed to Redis as the server does"
+    );
+
+    let bad = ratekeeper_async(
+        &db,
+        &["policies", "apply", "-"],
+        "app: shop\npolicies:\n  - name: x\n",
+        &env,
+    )
+    .await;
+    assert!(!bad.status.success());
+    assert!(
+        text(&bad.stderr).contains("max_permits"),
+        "{}",
+        text(&bad.stderr)
+    );
 }

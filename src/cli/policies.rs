@@ -1,0 +1,230 @@
+//! `ratekeeper policies plan|apply FILE`: a policy file planned or applied against a
+//! server's `POST /api/v1/apply` (with `--server`), or against the database directly
+//! through the same control calls the API handler makes.
+
+use std::io::{Read, Write};
+
+use anyhow::{Context, anyhow, bail};
+use clap::Args;
+use serde_json::Value;
+
+use crate::auth::Actor;
+use crate::config::Settings;
+use crate::control::{ApplyError, ControlError};
+use crate::policy_file;
+use crate::startup::Core;
+
+/// The environment variable holding the access token for `--server`.
+pub const TOKEN_VARIABLE: &str = "RATEKEEPER_TOKEN";
+
+#[derive(Debug, Args)]
+pub struct FileTarget {
+    /// The policy file (YAML or JSON), or `-` for standard input.
+    pub file: String,
+    /// Also delete the policies of the file's applications that it does not list.
+    #[arg(long)]
+    pub prune: bool,
+    /// A ratekeeper server's base URL (e.g. http://127.0.0.1:8080); the access token is
+    /// read from RATEKEEPER_TOKEN. Without it, the database is used directly.
+    #[arg(long)]
+    pub server: Option<String>,
+}
+
+/// Plans (`apply` false) or applies the file, then prints the plan on stdout.
+pub async fn run(target: FileTarget, settings: Settings, apply: bool) -> anyhow::Result<()> {
+    let text = read_file(&target.file)?;
+    let plan = match &target.server {
+        Some(server) => remote(server, &text, target.prune, apply).await?,
+        None => direct(&settings, &text, target.prune, apply).await?,
+    };
+    let mut out = std::io::stdout().lock();
+    out.write_all(render(&plan, apply).as_bytes())?;
+    Ok(())
+}
+
+fn read_file(path: &str) -> anyhow::Result<String> {
+    if path == "-" {
+        let mut text = String::new();
+        std::io::stdin()
+            .read_to_string(&mut text)
+            .context("cannot read the policy file from standard input")?;
+        return Ok(text);
+    }
+    std::fs::read_to_string(path).with_context(|| format!("cannot read the policy file {path}"))
+}
+
+/// Through the database, as the operator (the CLI's other commands act so too); the
+/// changed policies are pushed to Redis after the commit, as the server does.
+async fn direct(
+    settings: &Settings,
+    text: &str,
+    prune: bool,
+    apply: bool,
+) -> anyhow::Result<Value> {
+    let file = policy_file::parse_file(text).map_err(|e| anyhow!("invalid policy file:\n{e}"))?;
+    let core = Core::build(settings).await?;
+    let actor = Actor::operator();
+    let plan = if apply {
+        core.control.apply_file(&actor, &file, prune, None).await
+    } else {
+        core.control.plan_file(&actor, &file, prune).await
+    };
+    let plan = plan.map_err(|e| match e {
+        ApplyError::Control(ControlError::Invalid(errors)) => {
+            anyhow!("invalid policy file: {errors}")
+        }
+        ApplyError::Control(ControlError::Internal(cause)) => cause,
+        other => anyhow!("{other}"),
+    })?;
+    Ok(serde_json::to_value(plan)?)
+}
+
+/// Through the server: the dry run, then (to apply) exactly that plan by its `plan_id`,
+/// so that a change made in between is refused (409) rather than overwritten.
+async fn remote(server: &str, text: &str, prune: bool, apply: bool) -> anyhow::Result<Value> {
+    let token = std::env::var(TOKEN_VARIABLE).ok().filter(|t| !t.is_empty());
+    let Some(token) = token else {
+        bail!(
+            "--server needs an access token in the {TOKEN_VARIABLE} environment variable (make one with `ratekeeper token create NAME` or in the console)"
+        );
+    };
+    let mut endpoint = url::Url::parse(server).with_context(|| {
+        format!("--server {server:?} is not a URL such as http://127.0.0.1:8080")
+    })?;
+    endpoint
+        .path_segments_mut()
+        .map_err(|_| anyhow!("--server {server:?} is not a URL such as http://127.0.0.1:8080"))?
+        .pop_if_empty()
+        .extend(["api", "v1", "apply"]);
+    // The client is built without TLS, to keep the dependencies few (README "From the
+    // command line"); say so rather than fail to connect.
+    if endpoint.scheme() != "http" {
+        bail!(
+            "--server {server:?}: only http:// URLs are supported (reach a TLS server through a tunnel or a local proxy)"
+        );
+    }
+    let client = reqwest::Client::new();
+    let plan = send(&client, &endpoint, &token, text, prune, None).await?;
+    if !apply {
+        return Ok(plan);
+    }
+    let plan_id = plan["plan_id"]
+        .as_str()
+        .ok_or_else(|| anyhow!("the server's plan has no plan_id"))?
+        .to_owned();
+    send(&client, &endpoint, &token, text, prune, Some(&plan_id)).await
+}
+
+/// One `POST /api/v1/apply`: a dry run without `plan_id`, an apply with it.
+async fn send(
+    client: &reqwest::Client,
+    endpoint: &url::Url,
+    token: &str,
+    text: &str,
+    prune: bool,
+    plan_id: Option<&str>,
+) -> anyhow::Result<Value> {
+    let mut url = endpoint.clone();
+    {
+        let mut query = url.query_pairs_mut();
+        query.append_pair("prune", if prune { "true" } else { "false" });
+        match plan_id {
+            Some(id) => query.append_pair("plan_id", id),
+            None => query.append_pair("dry_run", "true"),
+        };
+    }
+    let response = client
+        .post(url)
+        .bearer_auth(token)
+        .header("content-type", "application/yaml")
+        .body(text.to_owned())
+        .send()
+        .await
+        .with_context(|| format!("cannot reach {endpoint}"))?;
+    let status = response.status();
+    let body = response
+        .text()
+        .await
+        .with_context(|| format!("cannot read the answer of {endpoint}"))?;
+    if !status.is_success() {
+        bail!(
+            "the server refused the file ({status}): {}",
+            problem_text(&body)
+        );
+    }
+    serde_json::from_str(&body).with_context(|| format!("the answer of {endpoint} is not a plan"))
+}
+
+/// A problem+json body as plain lines: its detail, then each field error.
+fn problem_text(body: &str) -> String {
+    let Ok(problem) = serde_json::from_str::<Value>(body) else {
+        return body.trim().to_owned();
+    };
+    let mut text = problem["detail"]
+        .as_str()
+        .or(problem["title"].as_str())
+        .unwrap_or(body)
+        .to_owned();
+    for error in problem["errors"].as_array().into_iter().flatten() {
+        let field = error["field"].as_str().unwrap_or("");
+        let message = error["message"].as_str().unwrap_or("");
+        text.push_str(&format!("\n  {field}: {message}"));
+    }
+    text
+}
+
+/// The plan, one line per policy and a summary line.
+fn render(plan: &Value, applied: bool) -> String {
+    let mut text = String::new();
+    let mut counts = [0usize; 4];
+    for policy in plan["policies"].as_array().into_iter().flatten() {
+        let name = policy["name"].as_str().unwrap_or("?");
+        let line = match policy["action"].as_str().unwrap_or("") {
+            "create" => {
+                counts[0] += 1;
+                format!(
+                    "+ create {name} ({})",
+                    policy["app"].as_str().unwrap_or("?")
+                )
+            }
+            "update" => {
+                counts[1] += 1;
+                let changes: Vec<String> = policy["changes"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .map(|c| {
+                        let field = c["field"].as_str().unwrap_or("?");
+                        format!("{field} {} -> {}", shown(&c["before"]), shown(&c["after"]))
+                    })
+                    .collect();
+                format!("~ update {name}: {}", changes.join(", "))
+            }
+            "delete" => {
+                counts[2] += 1;
+                format!("- delete {name}")
+            }
+            _ => {
+                counts[3] += 1;
+                format!("= unchanged {name}")
+            }
+        };
+        text.push_str(&line);
+        text.push('\n');
+    }
+    let [create, update, delete, unchanged] = counts;
+    let verb = if applied { "Applied" } else { "Plan" };
+    text.push_str(&format!(
+        "{verb}: {create} to create, {update} to update, {delete} to delete, {unchanged} unchanged.\n"
+    ));
+    text
+}
+
+/// A field's value as the file writes it; `(none)` when absent.
+fn shown(value: &Value) -> String {
+    match value {
+        Value::Null => "(none)".to_owned(),
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
