@@ -13,6 +13,10 @@
 #   d) wrk: a denied flood on a policy of 1 permit per second (nearly all 429)
 #   e) redis-benchmark: EVALSHA of lua/token_bucket.lua (with lua/lib/token_bucket.lua)
 #      straight against Redis
+#   h) wrk: POST /noop of examples/bare_acquire.rs, built beside the server: the same body
+#      parsed by the same HTTP stack, and a fixed reply (the no-op ceiling of this request)
+#   i) wrk: POST /v1/acquire of the same example: parse, one EVALSHA of the same token
+#      bucket script, reply (the bare one-script-per-request handler)
 # then the Redis memory of the keyed buckets (MEMORY USAGE of a sample) and of the top
 # callers' sets, and examples/top_keys_memory.rs (one worker's sketch for 1,000 to
 # 1,000,000 distinct callers), and prints a table with the ratios of the budget in
@@ -24,7 +28,8 @@
 # BENCH_CREATE_PARALLEL (8), BENCH_REDIS_REQUESTS (200000), BENCH_BIN
 # (target/release/ratekeeper), BENCH_KEEP_TMP (0; 1 keeps the temporary directory),
 # BENCH_POLICY (the JSON fields of the granted scenarios' policies; see HUGE_POLICY),
-# BENCH_KEYS (100000: the keys of scenario f), BENCH_KEYED_POLICY (see KEYED_POLICY).
+# BENCH_KEYS (100000: the keys of scenario f), BENCH_KEYED_POLICY (see KEYED_POLICY),
+# BENCH_BARE_BIN (target/release/examples/bare_acquire).
 set -euo pipefail
 export LC_ALL=C # '.' decimals in awk, one sort order for sort and comm
 
@@ -42,6 +47,7 @@ RB_REQUESTS=${BENCH_REDIS_REQUESTS:-200000}
 KEYS=${BENCH_KEYS:-100000}
 FEW_KEYS=1000
 BIN=${BENCH_BIN:-$ROOT/target/release/ratekeeper}
+BARE_BIN=${BENCH_BARE_BIN:-$ROOT/target/release/examples/bare_acquire}
 KEEP_TMP=${BENCH_KEEP_TMP:-0}
 
 PREFIX=bench                  # RATEKEEPER_REDIS_PREFIX of the server under test
@@ -58,6 +64,7 @@ KEYED_POLICY=${BENCH_KEYED_POLICY:-'"rate":0.01,"max_permits":1000000000'}
 # redis-benchmark's bucket lives outside the server's prefix: the server's reconcile
 # deletes every `bench:{...}` key that has no policy in SQL, and would delete this one.
 RB_KEY='rbench:{rb}'
+BARE_KEY='rbare:{hot}'
 SHARED_REDIS_PORT=6379        # never touched
 
 log() { printf '[bench %(%H:%M:%S)T] %s\n' -1 "$*" >&2; }
@@ -103,6 +110,7 @@ seconds_since() { awk -v a="$1" -v b="$(now_s)" 'BEGIN { printf "%.1f", b - a }'
 
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/ratekeeper-bench.XXXXXX")
 SERVER_PID=
+BARE_PID=
 CHILD_PID=
 REDIS_PID=
 REDIS_PORT=
@@ -123,6 +131,13 @@ stop_server() {
     fi
     wait "$SERVER_PID" 2>/dev/null || true
     SERVER_PID=
+}
+
+stop_bare() {
+    [[ -n $BARE_PID ]] || return 0
+    kill -TERM "$BARE_PID" 2>/dev/null || true
+    wait "$BARE_PID" 2>/dev/null || true
+    BARE_PID=
 }
 
 stop_redis() {
@@ -172,6 +187,7 @@ cleanup() {
     trap - EXIT INT TERM
     stop_child
     stop_server
+    stop_bare
     stop_redis
     if ((rc != 0)); then
         if [[ -s $TMP/server.log ]]; then
@@ -232,7 +248,7 @@ ensure_tool redis-server redis-server
 ensure_tool redis-cli redis-tools
 ensure_tool redis-benchmark redis-tools
 
-for lua in lua/token_bucket.lua lua/lib/token_bucket.lua; do
+for lua in lua/token_bucket.lua lua/lib/token_bucket.lua lua/lib/token_bucket_global.lua; do
     [[ -f $ROOT/$lua ]] || die "missing $ROOT/$lua"
 done
 for script in acquire_one.lua acquire_many.lua acquire_keyed.lua; do
@@ -247,7 +263,8 @@ if [[ $SKIP_BUILD == 1 ]]; then
 else
     command -v cargo >/dev/null 2>&1 || die "cargo not found (or set BENCH_SKIP_BUILD=1)"
     log "cargo build --release (a clean build takes minutes on 2 cores)"
-    (cd -- "$ROOT" && cargo build --release --bin ratekeeper --example top_keys_memory) ||
+    (cd -- "$ROOT" && cargo build --release --bin ratekeeper --example top_keys_memory \
+        --example bare_acquire) ||
         die "cargo build --release failed"
 fi
 [[ -x $BIN ]] || die "no executable $BIN (build it, or point BENCH_BIN at one)"
@@ -629,12 +646,40 @@ SAMPLE_DENIED_CODE=$(acquire_once tight)
 SAMPLE_DENIED=$(head -c 400 "$TMP/acquire.out")
 
 # ---------------------------------------------------------------------------------------
+# The reference handlers (examples/bare_acquire.rs), on the same Redis, ratekeeper idle
+
+for name in noop bare; do
+    RPS[$name]=n/a P50[$name]=n/a P99[$name]=n/a NON2XX[$name]=n/a REQS[$name]=n/a SOCKERR[$name]=n/a
+done
+if [[ -x $BARE_BIN ]]; then
+    BARE_PORT=$(find_free_port $((HTTP_PORT + 1))) || die "no free port for bare_acquire"
+    BARE_BASE=http://127.0.0.1:$BARE_PORT
+    "$BARE_BIN" "127.0.0.1:$BARE_PORT" "redis://127.0.0.1:$REDIS_PORT" "$BARE_KEY" "$APP" \
+        >"$TMP/bare.log" 2>&1 &
+    BARE_PID=$!
+    deadline=$((SECONDS + 30))
+    until [[ $(curl -s -o /dev/null -w '%{http_code}' --max-time 2 -X POST \
+        -H 'Content-Type: application/json' -d '{"resource":"hot"}' "$BARE_BASE/v1/acquire" ||
+        true) == 200 ]]; do
+        kill -0 "$BARE_PID" 2>/dev/null || die "bare_acquire exited: $(tail -n 5 "$TMP/bare.log")"
+        ((SECONDS < deadline)) || die "bare_acquire did not answer 200 within 30 s"
+        sleep 0.2
+    done
+    run_wrk noop "$DURATION" "$BARE_BASE/noop" -s "$SCRIPT_DIR/acquire_one.lua" -- hot 1
+    run_wrk bare "$DURATION" "$BARE_BASE/v1/acquire" -s "$SCRIPT_DIR/acquire_one.lua" -- hot 1
+    stop_bare
+else
+    log "WARNING: no $BARE_BIN (cargo build --release --example bare_acquire): scenarios h and i skipped"
+fi
+
+# ---------------------------------------------------------------------------------------
 # redis-benchmark: the same Lua, straight against the same Redis
 
 log "redis-benchmark: EVALSHA token_bucket.lua, $CONNECTIONS connections, $RB_REQUESTS requests"
 # The script as the server composes it (src/limiter/scripts.rs): the algorithm table (only
 # read when a policy changed algorithm, never here), the shared decision, the script.
-RB_SCRIPT=$(printf 'local ALGORITHM_INDEX = {}\n'; cat "$ROOT/lua/lib/token_bucket.lua" "$ROOT/lua/token_bucket.lua")
+RB_SCRIPT=$(printf 'local ALGORITHM_INDEX = {}\n'; cat "$ROOT/lua/lib/token_bucket.lua" \
+    "$ROOT/lua/lib/token_bucket_global.lua" "$ROOT/lua/token_bucket.lua")
 SHA=$(rcli SCRIPT LOAD "$RB_SCRIPT") || die "SCRIPT LOAD failed"
 [[ $SHA =~ ^[0-9a-f]{40}$ ]] || die "SCRIPT LOAD answered '$SHA'"
 rcli HSET "$RB_KEY" max_permits 1000000000 rate 1000000 apps ",$APP," enabled 1 version 1 \
@@ -709,6 +754,14 @@ R_DENIED=$(ratio "${RPS[denied]}" "${RPS[ceiling]}")
 R_HOT_RB=$(ratio "${RPS[hot]}" "${RPS[redis]}")
 R_MANY_RB=$(ratio "${RPS[many]}" "${RPS[redis]}")
 R_DENIED_SHARE=$(ratio "${NON2XX[denied]}" "${REQS[denied]}")
+R_HOT_NOOP=$(ratio "${RPS[hot]}" "${RPS[noop]}")
+R_MANY_NOOP=$(ratio "${RPS[many]}" "${RPS[noop]}")
+R_KEYED_NOOP=$(ratio "${RPS[keyed]}" "${RPS[noop]}")
+R_DENIED_NOOP=$(ratio "${RPS[denied]}" "${RPS[noop]}")
+R_HOT_BARE=$(ratio "${RPS[hot]}" "${RPS[bare]}")
+R_MANY_BARE=$(ratio "${RPS[many]}" "${RPS[bare]}")
+R_KEYED_BARE=$(ratio "${RPS[keyed]}" "${RPS[bare]}")
+R_BARE_NOOP=$(ratio "${RPS[bare]}" "${RPS[noop]}")
 MEM_PER_POLICY=$(per_policy "$MEM_BEFORE" "$MEM_AFTER")
 MEM_PER_POLICY_LOADED=$(per_policy "$MEM_BEFORE" "$MEM_AFTER_LOAD")
 
@@ -739,6 +792,8 @@ REPORT=$TMP/report.txt
     row ceiling "c) GET /healthz (ceiling)"
     row denied "d) acquire, denied flood"
     row redis "e) redis-benchmark EVALSHA"
+    row noop "h) reference: parse only"
+    row bare "i) reference: parse + EVALSHA"
     echo
     echo "ratios (targets of bench/README.md; informational, nothing is asserted):"
     printf '  %-28s %6s   target >= 0.55, p99 <= 4 ms: %s / %s\n' "hot / ceiling" "$R_HOT" \
@@ -752,6 +807,23 @@ REPORT=$TMP/report.txt
         "$(verdict "$R_DENIED" ge 0.8)" "$R_DENIED_SHARE"
     printf '  %-28s %6s\n' "hot / redis-benchmark" "$R_HOT_RB"
     printf '  %-28s %6s\n' "many / redis-benchmark" "$R_MANY_RB"
+    echo
+    echo "against the reference handlers of the same run (h: parse only, i: parse + one EVALSHA):"
+    printf '  %-28s %6s   batching target >= 0.85: %s\n' "hot / parse only" "$R_HOT_NOOP" \
+        "$(verdict "$R_HOT_NOOP" ge 0.85)"
+    printf '  %-28s %6s   batching target >= 0.70: %s\n' "many / parse only" "$R_MANY_NOOP" \
+        "$(verdict "$R_MANY_NOOP" ge 0.7)"
+    printf '  %-28s %6s   batching target >= 0.70: %s\n' "keyed / parse only" "$R_KEYED_NOOP" \
+        "$(verdict "$R_KEYED_NOOP" ge 0.7)"
+    printf '  %-28s %6s   target >= 0.90: %s\n' "denied / parse only" "$R_DENIED_NOOP" \
+        "$(verdict "$R_DENIED_NOOP" ge 0.9)"
+    printf '  %-28s %6s   batching target >= 1.30: %s\n' "hot / one EVALSHA" "$R_HOT_BARE" \
+        "$(verdict "$R_HOT_BARE" ge 1.3)"
+    printf '  %-28s %6s   batching target >= 1.30: %s\n' "many / one EVALSHA" "$R_MANY_BARE" \
+        "$(verdict "$R_MANY_BARE" ge 1.3)"
+    printf '  %-28s %6s   batching target >= 1.30: %s\n' "keyed / one EVALSHA" "$R_KEYED_BARE" \
+        "$(verdict "$R_KEYED_BARE" ge 1.3)"
+    printf '  %-28s %6s\n' "one EVALSHA / parse only" "$R_BARE_NOOP"
     echo
     echo "policy set-up:"
     echo "  $POLICIES policies created over HTTP in $CREATE_S s ($CREATE_RATE/s, $CREATE_PARALLEL in parallel)"
@@ -790,7 +862,7 @@ RESULT_FILE=$RESULTS_DIR/$STAMP.txt
     cat "$REPORT"
     echo
     echo "raw wrk output:"
-    for name in warmup hot keyed few many ceiling denied; do
+    for name in warmup hot keyed few many ceiling denied noop bare; do
         [[ -f $TMP/wrk-$name.txt ]] || continue
         echo "--- $name"
         cat "$TMP/wrk-$name.txt"

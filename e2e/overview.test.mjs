@@ -1,7 +1,7 @@
 // Seeing at a glance in headless Chromium (see harness.mjs): a policy's own page with its
-// fullness and usage charts (owner), an application with many policies filtered, sorted
-// and paged, and the limits other applications set on it (viewer), and what travels over
-// the wire (admin).
+// fullness and usage charts (owner), a shadow policy's would-be denials (owner), an
+// application with many policies filtered, sorted and paged, and the limits other
+// applications set on it (viewer), and what travels over the wire (admin).
 
 import assert from 'node:assert/strict';
 
@@ -48,6 +48,28 @@ consoleSuite('overview', () => {
     assert.equal(await page.locator('#edit-policy').count(), 1, 'the owner may edit');
     await assertAccessible(page);
     await screenshots(page, 'policy-page');
+  });
+
+  uiTest('an owner watches a shadow policy: everything granted, the would-be denials in their own colour', async () => {
+    await createPolicy('ov.shadow', { max_permits: 2, mode: 'shadow' });
+    for (const expected of [false, false, true, true]) {
+      const { status, body } = await env.server.acquire('ov.shadow');
+      assert.equal(status, 200, 'a shadow policy denies no one');
+      assert.equal(body.shadow_denied === true, expected);
+    }
+    const page = await newPage();
+    await signInOk(page, USERS.olivia);
+    await page.goto('/policies/ov.shadow');
+    assert.match(await page.locator('[data-fact="mode"]').textContent(), /shadow/);
+    await pollUntil('the charts count 2 would-be denials', async () => {
+      await page.reload();
+      const totals = await page.locator('[data-total="shadow_denied"]').allTextContents();
+      return totals.length === 3 && totals.every((t) => t === '2');
+    }, { timeoutMs: 20_000, intervalMs: 500 });
+    assert.deepEqual(await page.locator('[data-total="denied"]').allTextContents(), ['0', '0', '0']);
+    assert.ok((await page.locator('svg.usage rect.s').count()) >= 3, 'amber bars of their own');
+    await assertAccessible(page);
+    await screenshots(page, 'policy-page-shadow');
   });
 
   uiTest('a viewer filters, sorts and pages many policies, and sees the limits other applications set', async () => {

@@ -12,6 +12,7 @@
 use std::alloc::System;
 
 use ratekeeper::acquire::TopKeysRegistry;
+use ratekeeper::limiter::Decision;
 use stats_alloc::{INSTRUMENTED_SYSTEM, Region, StatsAlloc};
 
 #[global_allocator]
@@ -28,11 +29,11 @@ fn main() {
             caller.clear();
             caller.push_str("user-");
             caller.push_str(&i.to_string());
-            worker.record("logins", &caller, true);
-            worker.record("logins", &caller, true);
-            worker.record("logins", &caller, false);
+            worker.record("logins", &caller, Decision::Granted);
+            worker.record("logins", &caller, Decision::Granted);
+            worker.record("logins", &caller, Decision::Denied);
             if i % 10 == 0 {
-                worker.record("logins", "the-abuser", false);
+                worker.record("logins", "the-abuser", Decision::Denied);
             }
         }
         let change = region.change();

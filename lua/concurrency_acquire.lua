@@ -18,6 +18,8 @@
 -- unique: acquiring again with one still held renews its members, counting them anew
 -- (conservative: never more than max_permits held).
 --
+-- (Code 3: granted in shadow mode where it would have denied; see decided() in
+-- lua/lib/acquire_gate.lua.)
 -- Reply: {code, remaining, retry_after_ms, reset_after_ms, max_permits, version}
 --   code  1 granted (the lease is held); -1 denied (nothing taken); 0 no such policy;
 --        -2 app not allowed; -3 permits above max_permits; 2 granted unenforced (policy
@@ -48,6 +50,4 @@ local now = tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000
 -- The decision (lua/lib/concurrency.lua, loaded ahead of this).
 local reply = concurrency_acquire(leases, max_permits, ttl, now, permits,
   app .. '|' .. lease_id .. '|', policy.enabled)
-reply[5] = max_permits
-reply[6] = version
-return reply
+return decided(reply, policy)

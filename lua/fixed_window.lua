@@ -13,6 +13,8 @@
 -- never lives without a TTL (an INCR and then an EXPIRE from the client, two calls, would
 -- leave a counter that never expires if the client died between them).
 --
+-- (Code 3: granted in shadow mode where it would have denied; see decided() in
+-- lua/lib/acquire_gate.lua.)
 -- Reply: {code, remaining, retry_after_ms, reset_after_ms, max_permits, version}
 --   code  1 granted; -1 denied (nothing consumed); 0 no such policy; -2 app not allowed;
 --        -3 permits above max_permits; 2 granted unenforced (policy disabled, counter
@@ -45,6 +47,4 @@ if state then
   -- Expire with the window: at least 1 ms ahead, since now < start + window.
   redis.call('PEXPIRE', counter, ttl)
 end
-reply[5] = max_permits
-reply[6] = version
-return reply
+return decided(reply, policy)

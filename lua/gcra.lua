@@ -13,6 +13,8 @@
 --
 -- The decision itself is lua/lib/gcra.lua.
 --
+-- (Code 3: granted in shadow mode where it would have denied; see decided() in
+-- lua/lib/acquire_gate.lua.)
 -- Reply: {code, remaining, retry_after_ms, reset_after_ms, max_permits, version}
 --   code  1 granted; -1 denied (nothing written); 0 no such policy; -2 app not allowed;
 --        -3 permits above max_permits; 2 granted unenforced (policy disabled, tat
@@ -43,6 +45,4 @@ if tat then
   -- %.17g keeps every bit of a double; Redis' own conversion would round to 14 digits.
   redis.call('HSET', key, 'tat', string.format('%.17g', tat))
 end
-reply[5] = max_permits
-reply[6] = version
-return reply
+return decided(reply, policy)

@@ -17,6 +17,8 @@
 -- left the window are removed first, so the set never holds more than max_permits members,
 -- and it expires with its newest entry.
 --
+-- (Code 3: granted in shadow mode where it would have denied; see decided() in
+-- lua/lib/acquire_gate.lua.)
 -- Reply: {code, remaining, retry_after_ms, reset_after_ms, max_permits, version}
 --   code  1 granted; -1 denied (nothing consumed); 0 no such policy; -2 app not allowed;
 --        -3 permits above max_permits; 2 granted unenforced (policy disabled, log
@@ -44,6 +46,4 @@ local now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
 -- The decision (lua/lib/sliding_log.lua, loaded ahead of this).
 local reply = sliding_log_decide(log, max_permits, window, now_us, permits, request_id,
   policy.enabled)
-reply[5] = max_permits
-reply[6] = version
-return reply
+return decided(reply, policy)

@@ -22,6 +22,8 @@
 -- end (at worst nearly 2 x max_permits), and fewer are granted than a true sliding log would
 -- allow when they bunched at its start. Under steady load it tracks the sliding log closely.
 --
+-- (Code 3: granted in shadow mode where it would have denied; see decided() in
+-- lua/lib/acquire_gate.lua.)
 -- Reply: {code, remaining, retry_after_ms, reset_after_ms, max_permits, version}
 --   code  1 granted; -1 denied (nothing consumed); 0 no such policy; -2 app not allowed;
 --        -3 permits above max_permits; 2 granted unenforced (policy disabled, counters
@@ -54,6 +56,4 @@ local reply, state = sliding_window_decide(tonumber(policy.extra[1]),
 if state then
   redis.call('HSET', key, 'sw_start', state[1], 'sw_curr', state[2], 'sw_prev', state[3])
 end
-reply[5] = max_permits
-reply[6] = version
-return reply
+return decided(reply, policy)

@@ -18,6 +18,8 @@
 -- ARGV[10] optional scope: per_app | per_key. Absent or "" means global (the field is
 --          removed). A keyed policy's hash holds its config only: the global scripts refuse
 --          it (its buckets are keys of their own, decided by lua/keyed/).
+-- ARGV[11] optional mode: shadow (decide and count, but grant: the acquire scripts answer
+--          code 3 where they would deny). Absent or "" means enforce (the field is removed).
 --
 -- Reply: 1 written; 0 nothing to do (same config already there, or a newer one: an
 -- instance with an older view never overwrites a newer one, so instances do not fight).
@@ -80,9 +82,17 @@ if not given(scope) then
   scope = false
 end
 
+local mode = ARGV[11]
+if given(mode) and mode ~= 'shadow' then
+  return redis.error_reply('ERR unknown mode: ' .. mode)
+end
+if not given(mode) then
+  mode = false
+end
+
 local h = redis.call('HMGET', key, 'created_ms', 'version', 'max_permits', 'rate', 'apps',
   'enabled', 'curr_permits', 'last_mill_second', 'algorithm', 'window_ms', 'lease_ttl_ms',
-  'scope')
+  'scope', 'mode')
 local cur_created = tonumber(h[1])
 local cur_version = tonumber(h[2])
 local cur_algorithm = h[9] or 'token_bucket'
@@ -109,7 +119,7 @@ if cur_created and cur_version then
   end
   if cur_created == created and cur_version == version and h[3] == ARGV[3]
       and h[4] == ARGV[4] and h[5] == ARGV[5] and h[6] == ARGV[6]
-      and cur_algorithm == algorithm and h[12] == scope
+      and cur_algorithm == algorithm and h[12] == scope and h[13] == mode
       and same_param(WINDOWED[algorithm], window_arg, h[10])
       and same_param(algorithm == 'concurrency', lease_arg, h[11]) then
     return 0
@@ -178,5 +188,10 @@ if scope then
   redis.call('HSET', key, 'scope', scope)
 else
   redis.call('HDEL', key, 'scope')
+end
+if mode then
+  redis.call('HSET', key, 'mode', mode)
+else
+  redis.call('HDEL', key, 'mode')
 end
 return 1

@@ -2,6 +2,7 @@
 //! `policies export|plan|apply` (the last two in `policies`).
 
 mod policies;
+mod server_client;
 
 use std::io::{BufRead, IsTerminal, Write};
 

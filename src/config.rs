@@ -78,8 +78,10 @@ impl Settings {
         if let Ok(path) = std::env::var("RATEKEEPER_CONFIG") {
             figment = figment.merge(Toml::file_exact(path));
         }
-        // RATEKEEPER_TOKEN is the CLI's access token for `--server`, not a setting.
-        let figment = figment.merge(Env::prefixed(ENV_PREFIX).ignore(&["config", "token"]));
+        // RATEKEEPER_SERVER, RATEKEEPER_TOKEN and RATEKEEPER_CA_FILE are the CLI's
+        // `--server`, its access token and its CA, not settings.
+        let cli_only = ["config", "server", "token", "ca_file"];
+        let figment = figment.merge(Env::prefixed(ENV_PREFIX).ignore(&cli_only));
         let settings: Settings = figment.extract().map_err(Box::new)?;
         settings.validate()?;
         Ok(settings)

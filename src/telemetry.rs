@@ -56,6 +56,7 @@ impl Metrics {
             Opts::new(
                 "ratekeeper_decisions_total",
                 "Acquire decisions by outcome: granted, denied, unenforced (policy disabled), \
+                 shadow_denied (granted by a shadow policy that would have denied), \
                  degraded (granted without Redis), unavailable (503 without Redis)",
             ),
             &["outcome"],

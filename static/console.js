@@ -153,11 +153,45 @@
     });
   }
 
+  // A policy file read from the computer into the form's text box (what the form sends):
+  // the chooser is shown only with this script; without it the file is pasted.
+  var FILE_LIMIT = 256 * 1024;
+  function fileReaders() {
+    document.querySelectorAll('input[type=file][data-read-into]').forEach(function (input) {
+      var target = document.getElementById(input.getAttribute('data-read-into'));
+      var status = document.getElementById(input.id + '-status');
+      if (!target || !window.FileReader) { return; }
+      var chooser = input.closest('[hidden]');
+      if (chooser) { chooser.hidden = false; }
+      input.addEventListener('change', function () {
+        var file = input.files && input.files[0];
+        if (!file) { return; }
+        if (file.size > FILE_LIMIT) {
+          status.textContent = file.name + ' is larger than 256 KiB: split it into several files.';
+          status.className = 'error';
+          return;
+        }
+        var reader = new FileReader();
+        reader.onload = function () {
+          target.value = reader.result;
+          status.className = '';
+          status.textContent = 'Read ' + file.name + ' into the box below; show the plan to see what it changes.';
+        };
+        reader.onerror = function () {
+          status.className = 'error';
+          status.textContent = file.name + ' could not be read.';
+        };
+        reader.readAsText(file);
+      });
+    });
+  }
+
   document.addEventListener('DOMContentLoaded', function () {
     var live = document.querySelector('[data-live-url]');
     if (live && live.querySelector('tr[data-policy]')) { startLive(live); }
     copyButtons();
     confirmForms();
     algorithmFields();
+    fileReaders();
   });
 })();

@@ -4,7 +4,7 @@
 --
 -- acquire_gate(key, own, param, extra, permits, app) reads the policy hash `key`: fields
 -- max_permits, apps, enabled, version, algorithm, `param` (the algorithm's own parameter:
--- window_ms, lease_ttl_ms or rate), then the fields named in the list `extra`.
+-- window_ms, lease_ttl_ms or rate), scope, mode, then the fields named in the list `extra`.
 -- Returns (reply) when the request ends here:
 --   {0, 0, 0, 0, 0, 0}                  no policy (or its parameter missing or not > 0,
 --                                       or a keyed policy: field scope)
@@ -13,12 +13,18 @@
 --   {-2, 0, 0, 0, max_permits, version} the app may not acquire (exact membership)
 --   {-3, 0, 0, 0, max_permits, version} permits not a whole number from 1 to max_permits
 -- else (nil, policy) with policy.max_permits, .version, .enabled (false when the policy
--- is disabled), .param (a number) and .extra (the extra fields' values, in order).
+-- is disabled), .shadow (true in shadow mode), .param (a number) and .extra (the extra
+-- fields' values, in order).
+--
+-- decided(reply, policy) completes a decision's reply with the policy's figures, and turns
+-- a shadow policy's denial (-1) into code 3: granted, though the limit would have denied
+-- (nothing was consumed, exactly as for the denial).
 
 local function acquire_gate(key, own, param, extra, permits, app)
-  local fields = {'max_permits', 'apps', 'enabled', 'version', 'algorithm', param, 'scope'}
+  local fields = {'max_permits', 'apps', 'enabled', 'version', 'algorithm', param, 'scope',
+    'mode'}
   for i = 1, #extra do
-    fields[7 + i] = extra[i]
+    fields[8 + i] = extra[i]
   end
   local h = redis.call('HMGET', key, unpack(fields))
   local max_permits = tonumber(h[1])
@@ -45,9 +51,18 @@ local function acquire_gate(key, own, param, extra, permits, app)
   end
   local values = {}
   for i = 1, #extra do
-    values[i] = h[7 + i]
+    values[i] = h[8 + i]
   end
   return nil, {max_permits = max_permits, version = version, enabled = h[3] ~= '0',
-    param = value, extra = values}
+    shadow = h[8] == 'shadow', param = value, extra = values}
+end
+
+local function decided(reply, policy)
+  reply[5] = policy.max_permits
+  reply[6] = policy.version
+  if reply[1] == -1 and policy.shadow then
+    reply[1] = 3
+  end
+  return reply
 end
 

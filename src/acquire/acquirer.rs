@@ -7,10 +7,12 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Instant;
 
+use prometheus::IntCounter;
+
 use crate::auth::hash_secret;
 use crate::domain::{Algorithm, AppSlug, CallerKey, FailureMode, Permits, PolicyName};
 use crate::limiter::{
-    AcquireOutcome, Decision, KeyedBucket, LeaseId, Limiter, LimiterError, ReleaseOutcome,
+    AcquireOutcome, Batcher, Decision, KeyedBucket, LeaseId, Limiter, LimiterError, ReleaseOutcome,
 };
 use crate::snapshot::{KeyEntry, PolicyEntry, Snapshot};
 use crate::telemetry::Metrics;
@@ -23,6 +25,8 @@ use super::{CachedDenial, DecisionCounts, DenialCache, TopKeys};
 /// acquire never hops to another thread to reach Redis; the rest is shared.
 pub struct Acquirer {
     limiter: Limiter,
+    /// Global token-bucket acquires, batched on this worker's connection.
+    batcher: Batcher,
     snapshot: Arc<Snapshot>,
     denials: Arc<DenialCache>,
     counts: Arc<DecisionCounts>,
@@ -31,6 +35,36 @@ pub struct Acquirer {
     top: Arc<TopKeys>,
     /// Warnings of an outage, at most one a second (not one per request).
     outage_log: OncePerSecond,
+    /// `ratekeeper_decisions_total` by outcome, looked up once.
+    outcomes: OutcomeCounters,
+}
+
+/// The decision counters by outcome, resolved when the acquirer is made: a label lookup
+/// per acquire would hash the label and take the metric family's lock every time.
+/// Outcomes are decisions only, never request input (a resource name as a label would let
+/// any client grow the metrics without bound); per-policy counts are the decision counts,
+/// in Redis, for the console.
+struct OutcomeCounters {
+    granted: IntCounter,
+    denied: IntCounter,
+    unenforced: IntCounter,
+    shadow_denied: IntCounter,
+    degraded: IntCounter,
+    unavailable: IntCounter,
+}
+
+impl OutcomeCounters {
+    fn of(metrics: &Metrics) -> Self {
+        let counter = |outcome: &str| metrics.decisions.with_label_values(&[outcome]);
+        Self {
+            granted: counter("granted"),
+            denied: counter("denied"),
+            unenforced: counter("unenforced"),
+            shadow_denied: counter("shadow_denied"),
+            degraded: counter("degraded"),
+            unavailable: counter("unavailable"),
+        }
+    }
 }
 
 /// A gate that opens at most once a second, without a lock.
@@ -59,6 +93,8 @@ impl Acquirer {
         top: Arc<TopKeys>,
     ) -> Self {
         Self {
+            outcomes: OutcomeCounters::of(&metrics),
+            batcher: Batcher::new(limiter.clone()),
             limiter,
             snapshot,
             denials,
@@ -125,8 +161,7 @@ impl Acquirer {
         }
         // Denials are remembered per app: another app may not be allowed at all (403).
         if let Some(known) = self.denials.check(name, app.as_str(), permits.get()) {
-            self.count(name, app.as_str(), Decision::Denied);
-            return Ok(Outcome::Decided(known.into()));
+            return Ok(self.known_denial(name, app.as_str(), known));
         }
         match self.ask_redis(app, name, permits, policy).await {
             Ok(answer) => self.decided(name, app.as_str(), permits, answer),
@@ -155,15 +190,22 @@ impl Acquirer {
             });
         }
         if let Some(known) = self.denials.check(name, caller, permits.get()) {
-            self.count(name, caller, Decision::Denied);
-            return Ok(Outcome::Decided(known.into()));
+            return Ok(self.known_denial(name, caller, known));
         }
         let bucket = KeyedBucket {
             policy: &policy.config,
             caller,
             limits,
         };
-        match self.limiter.acquire_keyed(&bucket, permits, app).await {
+        let decided = match policy.algorithm() {
+            Algorithm::TokenBucket => {
+                self.batcher
+                    .acquire_keyed_token_bucket(&bucket, permits, app)
+                    .await
+            }
+            _ => self.limiter.acquire_keyed(&bucket, permits, app).await,
+        };
+        match decided {
             Ok(answer) => self.decided(name, caller, permits, answer),
             Err(e) => self.without_redis(app, name, Some(policy), e),
         }
@@ -182,7 +224,14 @@ impl Acquirer {
         // A policy not in the snapshot yet (created on another instance a moment ago) is
         // tried as a token bucket; the script redirects to the right one.
         let algorithm = policy.map_or(Algorithm::TokenBucket, PolicyEntry::algorithm);
-        let answer = self.limiter.acquire(name, algorithm, permits, app).await?;
+        let answer = match algorithm {
+            Algorithm::TokenBucket => {
+                self.batcher
+                    .acquire_token_bucket(name, permits, app)
+                    .await?
+            }
+            other => self.limiter.acquire(name, other, permits, app).await?,
+        };
         match (answer, policy) {
             (AcquireOutcome::NoSuchPolicy, Some(policy)) => {
                 tracing::warn!(policy = %name, "redis had lost the policy; restored it");
@@ -262,13 +311,22 @@ impl Acquirer {
             }
         };
         // A concurrency denial ends when any lease is released, which no retry time
-        // foretells: those are never answered locally.
-        if decided.decision == Decision::Denied && algorithm != Algorithm::Concurrency {
+        // foretells: those are never answered locally. A shadow policy's would-be denial
+        // is remembered like a denial, so it is answered and counted the same way.
+        let denial = matches!(decided.decision, Decision::Denied | Decision::ShadowDenied);
+        if denial && algorithm != Algorithm::Concurrency {
             self.denials
                 .remember(name, caller, permits.get(), CachedDenial::from(decided));
         }
         self.count(name, caller, decided.decision);
         Ok(Outcome::Decided(decided))
+    }
+
+    /// A denial this instance still knows, answered and counted without Redis.
+    fn known_denial(&self, name: &PolicyName, caller: &str, known: CachedDenial) -> Outcome {
+        let decided = Decided::from(known);
+        self.count(name, caller, decided.decision);
+        Outcome::Decided(decided)
     }
 
     /// Redis could not answer: every check that needs no Redis is made from the snapshot
@@ -306,10 +364,10 @@ impl Acquirer {
         };
         match outcome {
             Ok(_) => {
-                self.counts.record(name.as_str(), true);
-                self.metric("degraded");
+                self.counts.record(name.as_str(), Decision::Granted);
+                self.outcomes.degraded.inc();
             }
-            Err(Refusal::Unavailable) => self.metric("unavailable"),
+            Err(Refusal::Unavailable) => self.outcomes.unavailable.inc(),
             Err(_) => {}
         }
         outcome
@@ -318,28 +376,26 @@ impl Acquirer {
     /// Counts a decision: per policy for the console's chart, per caller for the top
     /// callers, and by outcome for the metrics.
     fn count(&self, name: &PolicyName, caller: &str, decision: Decision) {
-        let granted = decision != Decision::Denied;
-        self.counts.record(name.as_str(), granted);
-        self.top.record(name.as_str(), caller, granted);
-        self.metric(match decision {
-            Decision::Granted => "granted",
-            Decision::Denied => "denied",
-            Decision::Unenforced => "unenforced",
-        });
-    }
-
-    /// Decisions by outcome only: a label from request input (a resource name) would let
-    /// any client grow the metrics without bound. Per-policy counts are the decision
-    /// counts, in Redis, for the console.
-    fn metric(&self, outcome: &'static str) {
-        self.metrics.decisions.with_label_values(&[outcome]).inc();
+        self.counts.record(name.as_str(), decision);
+        self.top.record(name.as_str(), caller, decision);
+        let counter = match decision {
+            Decision::Granted => &self.outcomes.granted,
+            Decision::Denied => &self.outcomes.denied,
+            Decision::Unenforced => &self.outcomes.unenforced,
+            Decision::ShadowDenied => &self.outcomes.shadow_denied,
+        };
+        counter.inc();
     }
 }
 
 impl From<CachedDenial> for Decided {
     fn from(known: CachedDenial) -> Self {
         Self {
-            decision: Decision::Denied,
+            decision: if known.shadow {
+                Decision::ShadowDenied
+            } else {
+                Decision::Denied
+            },
             remaining: known.remaining,
             limit: known.limit,
             retry_after_ms: known.retry_after_ms,
@@ -358,6 +414,7 @@ impl From<Decided> for CachedDenial {
             version: d.version,
             retry_after_ms: d.retry_after_ms,
             reset_after_ms: d.reset_after_ms,
+            shadow: d.decision == Decision::ShadowDenied,
         }
     }
 }

@@ -1,4 +1,4 @@
-//! Counts of granted and denied acquires per policy, kept in memory by each instance and
+//! Counts of granted, denied and shadow-denied acquires per policy, kept in memory by each instance and
 //! added to Redis every couple of seconds (off the hot path: an acquire only bumps an
 //! atomic), where the console reads the sum over all instances per minute.
 
@@ -10,7 +10,7 @@ use std::time::Duration;
 use dashmap::DashMap;
 use tokio_util::sync::CancellationToken;
 
-use crate::limiter::{Limiter, TopBatch};
+use crate::limiter::{Decision, Limiter, PolicyCounts, TopBatch};
 use crate::snapshot::Snapshot;
 
 use super::TopKeysRegistry;
@@ -22,6 +22,7 @@ const FLUSH_EVERY: Duration = Duration::from_secs(2);
 struct Counts {
     granted: AtomicU64,
     denied: AtomicU64,
+    shadow_denied: AtomicU64,
 }
 
 #[derive(Default)]
@@ -30,9 +31,13 @@ pub struct DecisionCounts {
 }
 
 impl DecisionCounts {
-    pub fn record(&self, policy: &str, granted: bool) {
+    pub fn record(&self, policy: &str, decision: Decision) {
         let bump = |c: &Counts| {
-            let counter = if granted { &c.granted } else { &c.denied };
+            let counter = match decision {
+                Decision::Granted | Decision::Unenforced => &c.granted,
+                Decision::Denied => &c.denied,
+                Decision::ShadowDenied => &c.shadow_denied,
+            };
             counter.fetch_add(1, Ordering::Relaxed);
         };
         if let Some(counts) = self.by_policy.get(policy) {
@@ -42,19 +47,23 @@ impl DecisionCounts {
         bump(&self.by_policy.entry(policy.to_owned()).or_default());
     }
 
-    /// Takes the counts gathered since the last call: `(policy, granted, denied)`. A
+    /// Takes the counts gathered since the last call, per policy. A
     /// policy with nothing to take goes (it is back at its next decision), so memory
     /// follows the policies in use, not every policy ever used.
-    pub fn take(&self) -> Vec<(String, u64, u64)> {
+    pub fn take(&self) -> Vec<PolicyCounts> {
         let mut taken = Vec::new();
         // A record() holds its entry's shard while counting, and retain() takes the shard
         // to look: a count is either taken here or lands in an entry that stays.
         self.by_policy.retain(|policy, counts| {
-            let granted = counts.granted.swap(0, Ordering::Relaxed);
-            let denied = counts.denied.swap(0, Ordering::Relaxed);
-            let used = granted + denied > 0;
+            let taken_now = PolicyCounts {
+                policy: policy.clone(),
+                granted: counts.granted.swap(0, Ordering::Relaxed),
+                denied: counts.denied.swap(0, Ordering::Relaxed),
+                shadow_denied: counts.shadow_denied.swap(0, Ordering::Relaxed),
+            };
+            let used = taken_now.granted + taken_now.denied + taken_now.shadow_denied > 0;
             if used {
-                taken.push((policy.clone(), granted, denied));
+                taken.push(taken_now);
             }
             used
         });
@@ -72,14 +81,15 @@ pub fn unix_minute_now() -> i64 {
 }
 
 /// The counts of `taken` summed per owning application (`snapshot` knows the owners; a
-/// policy deleted meanwhile counts for none).
-fn per_app(taken: &[(String, u64, u64)], snapshot: &Snapshot) -> Vec<(String, u64, u64)> {
+/// policy deleted meanwhile counts for none). A shadow policy's would-be denials were
+/// granted: they count as grants of the application, which denied no one.
+fn per_app(taken: &[PolicyCounts], snapshot: &Snapshot) -> Vec<(String, u64, u64)> {
     let mut apps: HashMap<String, (u64, u64)> = HashMap::new();
-    for (policy, granted, denied) in taken {
-        if let Some(entry) = snapshot.policy(policy) {
+    for counts in taken {
+        if let Some(entry) = snapshot.policy(&counts.policy) {
             let sums = apps.entry(entry.owner_app.to_string()).or_default();
-            sums.0 += granted;
-            sums.1 += denied;
+            sums.0 += counts.granted + counts.shadow_denied;
+            sums.1 += counts.denied;
         }
     }
     apps.into_iter().map(|(app, (g, d))| (app, g, d)).collect()
@@ -114,6 +124,7 @@ pub async fn run_flusher(
                 policy: &t.policy,
                 granted: &t.granted,
                 denied: &t.denied,
+                shadow_denied: &t.shadow_denied,
             })
             .collect();
         if let Err(e) = limiter.add_top(minute, &batches).await {
@@ -132,13 +143,17 @@ mod tests {
     #[test]
     fn counts_are_taken_once() {
         let counts = DecisionCounts::default();
-        counts.record("a", true);
-        counts.record("a", true);
-        counts.record("a", false);
-        counts.record("b", false);
-        let mut taken = counts.take();
+        counts.record("a", Decision::Granted);
+        counts.record("a", Decision::Unenforced);
+        counts.record("a", Decision::Denied);
+        counts.record("b", Decision::ShadowDenied);
+        let mut taken: Vec<_> = counts
+            .take()
+            .into_iter()
+            .map(|c| (c.policy, c.granted, c.denied, c.shadow_denied))
+            .collect();
         taken.sort();
-        assert_eq!(taken, vec![("a".into(), 2, 1), ("b".into(), 0, 1)]);
+        assert_eq!(taken, vec![("a".into(), 2, 1, 0), ("b".into(), 0, 0, 1)]);
         assert!(counts.take().is_empty());
     }
 }

@@ -25,6 +25,7 @@ struct Denial {
     version: i64,
     retry_after_ms: i64,
     reset_after_ms: i64,
+    shadow: bool,
 }
 
 /// A denial as it stands now, the times counted down.
@@ -35,6 +36,8 @@ pub struct CachedDenial {
     pub version: i64,
     pub retry_after_ms: i64,
     pub reset_after_ms: i64,
+    /// A shadow policy's: the request is granted, marked as one the limit would deny.
+    pub shadow: bool,
 }
 
 pub struct DenialCache {
@@ -80,6 +83,7 @@ impl DenialCache {
             version: d.version,
             retry_after_ms: (d.retry_after_ms - elapsed).max(1),
             reset_after_ms: (d.reset_after_ms - elapsed).max(1),
+            shadow: d.shadow,
         })
     }
 
@@ -99,6 +103,7 @@ impl DenialCache {
             version: given.version,
             retry_after_ms: given.retry_after_ms,
             reset_after_ms: given.reset_after_ms,
+            shadow: given.shadow,
         };
         let mut entry = self.entries.entry(policy.to_string()).or_default();
         if let Some(d) = entry.get_mut(caller) {
@@ -161,6 +166,7 @@ mod tests {
             version: 3,
             retry_after_ms,
             reset_after_ms: 9_000,
+            shadow: false,
         }
     }
 
@@ -223,6 +229,7 @@ mod bounded {
             version: 1,
             retry_after_ms: 5_000,
             reset_after_ms: 5_000,
+            shadow: false,
         };
         for i in 0..10_000 {
             cache.remember(&p, &format!("user-{i}"), 1, denial);

@@ -12,6 +12,8 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
+use crate::limiter::Decision;
+
 /// Callers one sketch follows.
 pub const SKETCH_SIZE: usize = 32;
 
@@ -64,11 +66,13 @@ impl Sketch {
     }
 }
 
-/// One policy's callers since the last flush: `(granted, denied)`.
+/// One policy's callers since the last flush, by outcome.
 #[derive(Debug, Default)]
 struct PolicyTop {
     granted: Sketch,
     denied: Sketch,
+    /// Granted by a shadow policy that would have denied them.
+    shadow_denied: Sketch,
 }
 
 /// The top callers seen by one worker since the last flush.
@@ -79,25 +83,26 @@ pub struct TopKeys {
     by_policy: Mutex<HashMap<Box<str>, PolicyTop>>,
 }
 
-/// What a flush takes of one policy: its top granted and denied callers with counts.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// What a flush takes of one policy: its top callers by outcome, with counts.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct TakenTop {
     pub policy: String,
     pub granted: Vec<(String, u64)>,
     pub denied: Vec<(String, u64)>,
+    pub shadow_denied: Vec<(String, u64)>,
 }
 
 impl TopKeys {
-    pub fn record(&self, policy: &str, caller: &str, granted: bool) {
+    pub fn record(&self, policy: &str, caller: &str, decision: Decision) {
         let mut by_policy = self.by_policy.lock().expect("top keys lock");
         let top = match by_policy.get_mut(policy) {
             Some(top) => top,
             None => by_policy.entry(policy.into()).or_default(),
         };
-        if granted {
-            top.granted.add(caller);
-        } else {
-            top.denied.add(caller);
+        match decision {
+            Decision::Granted | Decision::Unenforced => top.granted.add(caller),
+            Decision::Denied => top.denied.add(caller),
+            Decision::ShadowDenied => top.shadow_denied.add(caller),
         }
     }
 
@@ -109,6 +114,7 @@ impl TopKeys {
                 policy: policy.into_string(),
                 granted: top.granted.take(),
                 denied: top.denied.take(),
+                shadow_denied: top.shadow_denied.take(),
             })
             .collect()
     }
@@ -140,11 +146,11 @@ impl TopKeysRegistry {
                 .entry(taken.policy.clone())
                 .or_insert_with(|| TakenTop {
                     policy: taken.policy.clone(),
-                    granted: Vec::new(),
-                    denied: Vec::new(),
+                    ..TakenTop::default()
                 });
             entry.granted.extend(taken.granted);
             entry.denied.extend(taken.denied);
+            entry.shadow_denied.extend(taken.shadow_denied);
         }
         merged.into_values().collect()
     }
@@ -158,9 +164,9 @@ mod tests {
     fn a_heavy_hitter_is_found_among_a_million_callers_in_bounded_memory() {
         let top = TopKeys::default();
         for i in 0..1_000_000u64 {
-            top.record("p", &format!("user-{i}"), false);
+            top.record("p", &format!("user-{i}"), Decision::Denied);
             if i % 10 == 0 {
-                top.record("p", "the-abuser", false);
+                top.record("p", "the-abuser", Decision::Denied);
             }
         }
         let taken = top.take();
@@ -180,12 +186,13 @@ mod tests {
     fn every_worker_is_taken() {
         let registry = TopKeysRegistry::default();
         let (a, b) = (registry.for_worker(), registry.for_worker());
-        a.record("p", "ann", true);
-        b.record("p", "bob", true);
-        b.record("q", "bob", false);
+        a.record("p", "ann", Decision::Granted);
+        b.record("p", "bob", Decision::Granted);
+        b.record("q", "bob", Decision::ShadowDenied);
         let mut taken = registry.take();
         taken.sort_by(|x, y| x.policy.cmp(&y.policy));
         assert_eq!(taken[0].granted.len(), 2);
-        assert_eq!(taken[1].denied, vec![("bob".to_owned(), 1)]);
+        assert_eq!(taken[1].shadow_denied, vec![("bob".to_owned(), 1)]);
+        assert!(taken[1].denied.is_empty());
     }
 }

@@ -50,6 +50,10 @@ pub struct AcquireReply {
     /// `true` when Redis was unreachable and the policy fails open.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub degraded: Option<bool>,
+    /// `true` when the policy is in shadow mode and would have denied this request: it is
+    /// granted all the same (the numbers are what enforcing would have said).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shadow_denied: Option<bool>,
     /// A granted `concurrency` permit: give it back with `POST /v1/release`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub lease_id: Option<String>,
@@ -60,7 +64,7 @@ impl From<&Outcome> for AcquireReply {
     fn from(outcome: &Outcome) -> Self {
         match *outcome {
             Outcome::Decided(d) => Self {
-                allowed: d.decision != Decision::Denied,
+                allowed: d.decision.allowed(),
                 remaining: Some(d.remaining),
                 limit: Some(d.limit),
                 retry_after_ms: Some(d.retry_after_ms),
@@ -68,6 +72,7 @@ impl From<&Outcome> for AcquireReply {
                 policy_version: Some(d.version),
                 enforced: (d.decision == Decision::Unenforced).then_some(false),
                 degraded: None,
+                shadow_denied: (d.decision == Decision::ShadowDenied).then_some(true),
                 lease_id: d.lease.map(|l| l.to_string()),
             },
             Outcome::Degraded { limit, enforced } => Self {
@@ -79,6 +84,7 @@ impl From<&Outcome> for AcquireReply {
                 policy_version: None,
                 enforced: (!enforced).then_some(false),
                 degraded: Some(true),
+                shadow_denied: None,
                 lease_id: None,
             },
         }
@@ -89,7 +95,7 @@ impl From<&Outcome> for AcquireReply {
     post, path = "/v1/acquire", tag = "acquire",
     request_body = AcquireRequest,
     responses(
-        (status = 200, description = "Granted", body = AcquireReply),
+        (status = 200, description = "Granted (in shadow mode also where the limit would deny: `shadow_denied` true, no RateLimit headers)", body = AcquireReply),
         (status = 400, description = "The body does not fit: broken JSON or more after it, an unknown field, a wrong type or null, resource missing or not a policy name", body = Problem, content_type = "application/problem+json"),
         (status = 401, description = "No or bad API key", body = Problem, content_type = "application/problem+json"),
         (status = 403, description = "This application may not use the resource", body = Problem, content_type = "application/problem+json"),
@@ -195,6 +201,11 @@ fn render(name: &PolicyName, acquired: &Acquired) -> HttpResponse {
         StatusCode::OK
     };
     let mut response = HttpResponse::build(status).json(reply);
+    if decided.decision == Decision::ShadowDenied {
+        // No RateLimit headers: a client pacing itself by them would carry out the very
+        // limit that shadow mode is there to watch (the body has the numbers).
+        return response;
+    }
     let headers = response.headers_mut();
     for (name, value) in ratelimit_headers(name, decided, acquired.partition.as_ref()) {
         headers.insert(name, value);

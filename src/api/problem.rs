@@ -181,6 +181,10 @@ impl From<ControlError> for Problem {
                 tracing::warn!(error = format!("{cause:#}"), "database unavailable");
                 Self::unavailable("the database is unreachable; try again shortly")
             }
+            ControlError::Aborted(ref cause) => {
+                tracing::warn!(error = format!("{cause:#}"), "transaction aborted");
+                Self::new(StatusCode::CONFLICT, "conflict", "Conflict", e.to_string())
+            }
             ControlError::Internal(cause) => {
                 tracing::error!(error = format!("{cause:#}"), "internal error");
                 Self::internal()

@@ -3,6 +3,7 @@
 //! through the same control calls the API handler makes.
 
 use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, anyhow, bail};
 use clap::Args;
@@ -14,8 +15,13 @@ use crate::control::{ApplyError, ControlError};
 use crate::policy_file;
 use crate::startup::Core;
 
+use super::server_client::{self, CA_FILE_VARIABLE};
+
 /// The environment variable holding the access token for `--server`.
 pub const TOKEN_VARIABLE: &str = "RATEKEEPER_TOKEN";
+
+/// The environment variable that gives `--server` (a CI's secret, say).
+pub const SERVER_VARIABLE: &str = "RATEKEEPER_SERVER";
 
 #[derive(Debug, Args)]
 pub struct FileTarget {
@@ -24,17 +30,30 @@ pub struct FileTarget {
     /// Also delete the policies of the file's applications that it does not list.
     #[arg(long)]
     pub prune: bool,
-    /// A ratekeeper server's base URL (e.g. http://127.0.0.1:8080); the access token is
-    /// read from RATEKEEPER_TOKEN. Without it, the database is used directly.
-    #[arg(long)]
+    /// A ratekeeper server's base URL (e.g. https://ratekeeper.internal); the access
+    /// token is read from RATEKEEPER_TOKEN. Without it, the database is used directly.
+    #[arg(long, value_name = "URL", env = SERVER_VARIABLE)]
     pub server: Option<String>,
+    /// With an https:// --server: trust only the CA certificates in this PEM file (a
+    /// private CA) instead of the system's.
+    #[arg(long, value_name = "PATH", env = CA_FILE_VARIABLE)]
+    pub ca_file: Option<PathBuf>,
 }
 
 /// Plans (`apply` false) or applies the file, then prints the plan on stdout.
 pub async fn run(target: FileTarget, settings: Settings, apply: bool) -> anyhow::Result<()> {
+    if let (None, Some(path)) = (&target.server, &target.ca_file) {
+        bail!(
+            "--ca-file {} (or {CA_FILE_VARIABLE}) is for --server; without it the database is used directly",
+            path.display()
+        );
+    }
     let text = read_file(&target.file)?;
     let plan = match &target.server {
-        Some(server) => remote(server, &text, target.prune, apply).await?,
+        Some(server) => {
+            let ca_file = target.ca_file.as_deref();
+            remote(server, ca_file, &text, target.prune, apply).await?
+        }
         None => direct(&settings, &text, target.prune, apply).await?,
     };
     let mut out = std::io::stdout().lock();
@@ -81,7 +100,13 @@ async fn direct(
 
 /// Through the server: the dry run, then (to apply) exactly that plan by its `plan_id`,
 /// so that a change made in between is refused (409) rather than overwritten.
-async fn remote(server: &str, text: &str, prune: bool, apply: bool) -> anyhow::Result<Value> {
+async fn remote(
+    server: &str,
+    ca_file: Option<&Path>,
+    text: &str,
+    prune: bool,
+    apply: bool,
+) -> anyhow::Result<Value> {
     let token = std::env::var(TOKEN_VARIABLE).ok().filter(|t| !t.is_empty());
     let Some(token) = token else {
         bail!(
@@ -96,14 +121,7 @@ async fn remote(server: &str, text: &str, prune: bool, apply: bool) -> anyhow::R
         .map_err(|_| anyhow!("--server {server:?} is not a URL such as http://127.0.0.1:8080"))?
         .pop_if_empty()
         .extend(["api", "v1", "apply"]);
-    // The client is built without TLS, to keep the dependencies few (README "From the
-    // command line"); say so rather than fail to connect.
-    if endpoint.scheme() != "http" {
-        bail!(
-            "--server {server:?}: only http:// URLs are supported (reach a TLS server through a tunnel or a local proxy)"
-        );
-    }
-    let client = reqwest::Client::new();
+    let client = server_client::for_endpoint(server, &endpoint, ca_file)?;
     let plan = send(&client, &endpoint, &token, text, prune, None).await?;
     if !apply {
         return Ok(plan);
@@ -140,7 +158,7 @@ async fn send(
         .body(text.to_owned())
         .send()
         .await
-        .with_context(|| format!("cannot reach {endpoint}"))?;
+        .map_err(|e| server_client::unreachable(e, endpoint))?;
     let status = response.status();
     let body = response
         .text()

@@ -1,5 +1,5 @@
-//! Usage charts drawn on the server: an SVG of stacked bars (granted below, denied on top)
-//! per time span, with its scale, time axis and totals as text beside it (text inside an
+//! Usage charts drawn on the server: an SVG of stacked bars (granted below, then denied,
+//! then a shadow policy's would-be denials on top, each its own colour) per time span, with its scale, time axis and totals as text beside it (text inside an
 //! SVG that stretches to the page's width would shrink to nothing on a phone). No script.
 
 use std::fmt::Write;
@@ -22,6 +22,8 @@ pub struct UsageChart {
     pub starts: &'static str,
     pub granted: u64,
     pub denied: u64,
+    /// Granted by shadow mode where the limit would have denied.
+    pub shadow_denied: u64,
     /// The most a bar holds: the top of the scale.
     pub peak: u64,
     /// The SVG element (numbers and fixed words only: nothing from a user).
@@ -37,19 +39,28 @@ impl UsageChart {
     ) -> Self {
         let granted = points.iter().map(|p| p.granted).sum();
         let denied = points.iter().map(|p| p.denied).sum();
+        let shadow_denied = points.iter().map(|p| p.shadow_denied).sum();
         let peak = points
             .iter()
-            .map(|p| p.granted + p.denied)
+            .map(|p| p.granted + p.denied + p.shadow_denied)
             .max()
             .unwrap_or(0);
+        let mut label = format!("{title}: {granted} granted, {denied} denied");
+        if shadow_denied > 0 {
+            let _ = write!(
+                label,
+                ", {shadow_denied} would have been denied (shadow mode)"
+            );
+        }
         Self {
             title,
             per_bar,
             starts,
             granted,
             denied,
+            shadow_denied,
             peak,
-            svg: bars(title, points, peak, granted, denied),
+            svg: bars(&label, points, peak),
         }
     }
 
@@ -60,13 +71,17 @@ impl UsageChart {
     pub fn denied_text(&self) -> String {
         number(self.denied as f64)
     }
+
+    pub fn shadow_denied_text(&self) -> String {
+        number(self.shadow_denied as f64)
+    }
 }
 
-fn bars(title: &str, points: &[MinuteCounts], peak: u64, granted: u64, denied: u64) -> String {
+fn bars(label: &str, points: &[MinuteCounts], peak: u64) -> String {
     let mut svg = String::new();
     let _ = write!(
         svg,
-        r#"<svg class="usage" viewBox="0 0 {WIDTH} {HEIGHT}" preserveAspectRatio="none" role="img" aria-label="{title}: {granted} granted, {denied} denied">"#
+        r#"<svg class="usage" viewBox="0 0 {WIDTH} {HEIGHT}" preserveAspectRatio="none" role="img" aria-label="{label}">"#
     );
     let slot = WIDTH / points.len().max(1) as f64;
     // A hair of space between bars while they are wide enough to show it.
@@ -74,21 +89,16 @@ fn bars(title: &str, points: &[MinuteCounts], peak: u64, granted: u64, denied: u
     let scale = if peak == 0 { 0.0 } else { HEIGHT / peak as f64 };
     for (i, p) in points.iter().enumerate() {
         let x = i as f64 * slot;
-        let g = p.granted as f64 * scale;
-        let d = p.denied as f64 * scale;
-        if g > 0.0 {
-            let _ = write!(
-                svg,
-                r#"<rect class="g" x="{x:.2}" y="{:.2}" width="{width:.2}" height="{g:.2}"/>"#,
-                HEIGHT - g
-            );
-        }
-        if d > 0.0 {
-            let _ = write!(
-                svg,
-                r#"<rect class="d" x="{x:.2}" y="{:.2}" width="{width:.2}" height="{d:.2}"/>"#,
-                HEIGHT - g - d
-            );
+        let mut top = HEIGHT;
+        for (class, n) in [("g", p.granted), ("d", p.denied), ("s", p.shadow_denied)] {
+            let h = n as f64 * scale;
+            if h > 0.0 {
+                top -= h;
+                let _ = write!(
+                    svg,
+                    r#"<rect class="{class}" x="{x:.2}" y="{top:.2}" width="{width:.2}" height="{h:.2}"/>"#
+                );
+            }
         }
     }
     svg.push_str(r#"<line class="base" x1="0" y1="100" x2="600" y2="100"/></svg>"#);
@@ -154,7 +164,30 @@ mod tests {
             minute: 0,
             granted,
             denied,
+            shadow_denied: 0,
         }
+    }
+
+    #[test]
+    fn shadow_denials_are_a_bar_of_their_own_on_top() {
+        let mut shadowed = point(2, 0);
+        shadowed.shadow_denied = 2;
+        let chart = UsageChart::new("Last hour", "1 minute", "60 min ago", &[shadowed]);
+        assert_eq!(
+            (chart.granted, chart.denied, chart.shadow_denied),
+            (2, 0, 2)
+        );
+        assert!(
+            chart.svg.contains(r#"class="g" x="0.00" y="50.00""#),
+            "{}",
+            chart.svg
+        );
+        assert!(
+            chart.svg.contains(r#"class="s" x="0.00" y="0.00""#),
+            "{}",
+            chart.svg
+        );
+        assert!(chart.svg.contains("2 would have been denied (shadow mode)"));
     }
 
     #[test]

@@ -42,7 +42,7 @@ const IGNORED: [&str; 5] = [
 
 /// A policy's fields in the order of its form, with their labels there; other entities'
 /// fields follow in name order, labelled by their name.
-const LABELS: [(&str, &str); 13] = [
+const LABELS: [(&str, &str); 14] = [
     ("name", "name"),
     ("owner_app", "application"),
     ("algorithm", "algorithm"),
@@ -53,6 +53,7 @@ const LABELS: [(&str, &str); 13] = [
     ("scope", "whose bucket"),
     ("allowed_apps", "allowed applications"),
     ("failure_mode", "failure mode"),
+    ("mode", "mode"),
     ("enabled", "enabled"),
     ("description", "description"),
     ("overrides", "overrides"),

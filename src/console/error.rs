@@ -82,6 +82,10 @@ impl From<ControlError> for ConsoleError {
                 tracing::warn!(error = ?e, "console: database unavailable");
                 Self::Unavailable(Service::Database)
             }
+            ControlError::Aborted(ref cause) => {
+                tracing::warn!(error = ?cause, "console: transaction aborted");
+                Self::Conflict(e.to_string())
+            }
             ControlError::Internal(e) => Self::Internal(e),
         }
     }

@@ -183,6 +183,8 @@ pub fn friendly_name(code: &str) -> &str {
         "global" => "Global: one bucket shared by every allowed app",
         "per_app" => "Per app: each calling application has its own bucket",
         "per_key" => "Per key: each key a client names has its own bucket",
+        "enforce" => "Enforce: deny what the limit denies",
+        "shadow" => "Shadow: decide and count, but grant everything",
         other => other,
     }
 }

@@ -18,6 +18,7 @@ mod login;
 mod login_guard;
 mod page;
 mod policies;
+mod policy_files;
 mod session;
 mod users;
 
@@ -81,6 +82,10 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
                 "/apps/{slug}/keys/{id}/rotate",
                 web::post().to(apps::keys::rotate),
             )
+            .route(
+                "/apps/{slug}/policies.yaml",
+                web::get().to(policy_files::download::download),
+            )
             .route("/apps/{slug}/policies/new", web::get().to(policies::new))
             .service(
                 web::resource("/apps/{slug}/policies")
@@ -120,6 +125,22 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
             // A policy's permalink; after the actions, so `/policies/a/edit` stays an action
             // (see `format::policy_href`).
             .route("/policies/{name:.+}", web::get().to(policies::show))
+            .route(
+                "/policy-files/apply",
+                web::get().to(policy_files::apply::show),
+            )
+            .service(
+                web::resource("/policy-files/plan")
+                    .guard(guard::Post())
+                    .app_data(form_config(policy_files::apply::FORM_LIMIT))
+                    .route(web::post().to(policy_files::apply::plan)),
+            )
+            .service(
+                web::resource("/policy-files/apply")
+                    .guard(guard::Post())
+                    .app_data(form_config(policy_files::apply::FORM_LIMIT))
+                    .route(web::post().to(policy_files::apply::apply)),
+            )
             .route("/users", web::get().to(users::list))
             .route("/users", web::post().to(users::create))
             .route("/users/{username}", web::post().to(users::update))

@@ -213,6 +213,7 @@ mod tests {
             allowed_apps: vec![slug("shop"), slug("blog"), slug("cart")],
             failure_mode: crate::domain::FailureMode::Closed,
             enabled: true,
+            mode: crate::domain::Mode::Enforce,
             description: String::new(),
             scope: Scope::Global,
             overrides: Vec::new(),

@@ -92,6 +92,27 @@ impl Control {
         prune: bool,
         plan_id: Option<&str>,
     ) -> Result<Plan, ApplyError> {
+        match self.apply_file_once(actor, file, prune, plan_id).await {
+            // The database aborted the transaction to break a deadlock with a simultaneous
+            // one, so nothing of it was saved. Once more from the start: the plan is made
+            // again in the new transaction and checked against `plan_id` as before, so
+            // nothing is applied that the caller did not plan. A second abort is the
+            // caller's 409.
+            Err(ApplyError::Control(ControlError::Aborted(cause))) => {
+                tracing::info!(error = format!("{cause:#}"), "apply aborted; once more");
+                self.apply_file_once(actor, file, prune, plan_id).await
+            }
+            done => done,
+        }
+    }
+
+    async fn apply_file_once(
+        &self,
+        actor: &Actor,
+        file: &PolicyFile,
+        prune: bool,
+        plan_id: Option<&str>,
+    ) -> Result<Plan, ApplyError> {
         let mut tx = self.store.begin().await.map_err(ControlError::from)?;
         let (mut plan, steps) = planned(&mut tx, actor, file, prune, true).await?;
         if let Some(seen) = plan_id
@@ -137,10 +158,18 @@ async fn planned(
     prune: bool,
     lock: bool,
 ) -> Result<(Plan, Vec<Step>), ApplyError> {
-    let mut currents = Vec::new();
-    for spec in &file.specs {
-        currents.push(stored(tx, spec.name.as_str(), lock).await?);
+    // Read (and lock) the file's policies in name order, whatever order the file lists
+    // them in: two applies that touch the same policies then queue on the first they
+    // share, rather than each holding a row the other waits for (a deadlock).
+    let mut by_name: Vec<usize> = (0..file.specs.len()).collect();
+    by_name.sort_by(|&a, &b| file.specs[a].name.as_str().cmp(file.specs[b].name.as_str()));
+    let mut found = Vec::new();
+    for index in by_name {
+        let name = file.specs[index].name.as_str();
+        found.push((index, stored(tx, name, lock).await?));
     }
+    found.sort_by_key(|(index, _)| *index);
+    let currents: Vec<Option<PolicyRecord>> = found.into_iter().map(|(_, c)| c).collect();
     // The file's applications and those that own a policy it names.
     let mut touched: Vec<String> = file.apps.clone();
     touched.extend(

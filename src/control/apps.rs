@@ -103,4 +103,24 @@ impl Control {
             keys: keys.iter().map(ApiKeyView::from).collect(),
         })
     }
+
+    /// The slugs of the applications whose policies `actor` may change (every one for
+    /// an admin), by slug: what a policy file of theirs may touch.
+    #[tracing::instrument(level = "debug", skip_all, fields(actor = %actor.name))]
+    pub async fn editable_apps(&self, actor: &Actor) -> ControlResult<Vec<String>> {
+        let mut tx = self.store.begin_read().await?;
+        let slugs = match (&actor.user_id, actor.is_admin) {
+            (_, true) => tx.list_apps().await?.into_iter().map(|a| a.slug).collect(),
+            (Some(user_id), false) => tx
+                .roles_of_user(user_id)
+                .await?
+                .into_iter()
+                .filter(|(_, role)| actor.may(*role, Permission::Edit))
+                .map(|(slug, _)| slug)
+                .collect(),
+            (None, false) => Vec::new(),
+        };
+        tx.commit().await?;
+        Ok(slugs)
+    }
 }

@@ -128,6 +128,9 @@ pub struct TopCallers {
     pub granted: Vec<crate::limiter::CallerCount>,
     /// Most denied first.
     pub denied: Vec<crate::limiter::CallerCount>,
+    /// A shadow policy's callers the limit would have denied (they were granted), most
+    /// first; empty for an enforced policy unless it was in shadow mode in these minutes.
+    pub shadow_denied: Vec<crate::limiter::CallerCount>,
 }
 
 impl Control {
@@ -152,7 +155,7 @@ impl Control {
             .readable_policy(&mut tx, actor, name, Permission::View)
             .await?;
         tx.commit().await?;
-        let (granted, denied) = self
+        let top = self
             .limiter
             .top(
                 record.spec.name.as_str(),
@@ -164,8 +167,9 @@ impl Control {
             .map_err(|e| ControlError::RedisUnavailable(e.into()))?;
         Ok(TopCallers {
             minutes,
-            granted,
-            denied,
+            granted: top.granted,
+            denied: top.denied,
+            shadow_denied: top.shadow_denied,
         })
     }
 }

@@ -89,6 +89,10 @@ pub struct PolicyInput {
     pub failure_mode: Option<String>,
     #[serde(default, deserialize_with = "not_null")]
     pub enabled: Option<bool>,
+    /// `enforce` (default) or `shadow`: decide and count as if enforced, but grant every
+    /// request (the reply says `"shadow_denied": true` where it would have denied).
+    #[serde(default, deserialize_with = "not_null")]
+    pub mode: Option<String>,
     #[serde(default, deserialize_with = "not_null")]
     pub description: Option<String>,
     /// `global` (default: one bucket for all), `per_app` (one per calling application) or

@@ -11,6 +11,7 @@ mod apps;
 mod audit;
 pub use audit::AuditPage;
 mod buckets;
+mod flashes;
 mod inputs;
 mod keys;
 mod live;
@@ -72,6 +73,12 @@ pub enum ControlError {
     RedisUnavailable(#[source] anyhow::Error),
     #[error("the database is unavailable")]
     DatabaseUnavailable(#[source] anyhow::Error),
+    /// A simultaneous change to the same rows made the database abort this one (a
+    /// deadlock broken): nothing was saved, and trying again is safe.
+    #[error(
+        "a simultaneous change to the same records got in the way; nothing was saved: try again"
+    )]
+    Aborted(#[source] anyhow::Error),
     #[error(transparent)]
     Internal(anyhow::Error),
 }
@@ -81,6 +88,7 @@ impl From<StoreError> for ControlError {
         match e {
             StoreError::Conflict => Self::Conflict("already exists".into()),
             StoreError::Unavailable(e) => Self::DatabaseUnavailable(e.into()),
+            StoreError::Aborted(e) => Self::Aborted(e.into()),
             StoreError::Other(e) => Self::Internal(e),
         }
     }

@@ -5,7 +5,7 @@
 
 use crate::domain::{
     Algorithm, AppSlug, DisplayUnits, FailureMode, FieldError, FieldErrors, MaxPermits, Millis,
-    Param, PolicyName, PolicySpec, Rate, check_description,
+    Mode, Param, PolicyName, PolicySpec, Rate, check_description,
 };
 
 use super::inputs::{PolicyInput, required};
@@ -125,6 +125,7 @@ fn assemble(parts: Parts) -> Result<PolicySpec, FieldErrors> {
             .failure_mode
             .ok_or_else(|| missing("failure_mode"))?,
         enabled: parts.common.enabled,
+        mode: parts.common.mode.ok_or_else(|| missing("mode"))?,
         description: parts
             .common
             .description
@@ -163,6 +164,7 @@ fn algorithm(
 struct Common {
     failure_mode: Option<FailureMode>,
     enabled: bool,
+    mode: Option<Mode>,
     description: Option<String>,
 }
 
@@ -172,6 +174,10 @@ impl Common {
             Some(f) => errors.check(FailureMode::parse_field("failure_mode", f)),
             None => Some(current.map_or(FailureMode::Closed, |c| c.failure_mode)),
         };
+        let mode = match &input.mode {
+            Some(m) => errors.check(Mode::parse_field("mode", m)),
+            None => Some(current.map_or(Mode::Enforce, |c| c.mode)),
+        };
         let description = match &input.description {
             Some(d) => errors.check(check_description("description", d)),
             None => Some(current.map(|c| c.description.clone()).unwrap_or_default()),
@@ -179,6 +185,7 @@ impl Common {
         Self {
             failure_mode,
             enabled: input.enabled.unwrap_or(current.is_none_or(|c| c.enabled)),
+            mode,
             description,
         }
     }

@@ -64,37 +64,13 @@ impl Reveal<'_> {
 }
 
 impl Control {
-    /// The secrets waiting for `page` in this session, each shown once: the GET that
-    /// reads them deletes them. Costs one statement when none waits, two when some do.
-    #[tracing::instrument(level = "debug", skip_all, fields(page = %page))]
+    /// The secrets waiting for `page` in this session, each shown once (see
+    /// `take_flashes`).
     pub async fn take_revealed(
         &self,
         session: &SecretString,
         page: &str,
     ) -> ControlResult<Vec<Revealed>> {
-        let session_hash = hash_secret(session.expose_secret());
-        let mut tx = self.store.begin_read().await?;
-        let waiting = tx.flashes_for(&session_hash, page).await?;
-        tx.commit().await?;
-        if waiting.is_empty() {
-            return Ok(Vec::new());
-        }
-        let mut tx = self.store.begin().await?;
-        let deleted = tx.delete_flashes(&session_hash, page).await?;
-        tx.commit().await?;
-        if deleted == 0 {
-            // Another request (a second tab, a double reload) showed them first.
-            return Ok(Vec::new());
-        }
-        Ok(waiting
-            .into_iter()
-            .filter_map(|(id, payload)| match serde_json::from_str(&payload) {
-                Ok(secret) => Some(secret),
-                Err(e) => {
-                    tracing::error!(flash = %id, error = %e, "an unreadable flash was dropped");
-                    None
-                }
-            })
-            .collect())
+        self.take_flashes(session, page).await
     }
 }

@@ -3,7 +3,7 @@
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use crate::domain::{Algorithm, DurationUnit, FailureMode, Override, RateUnit, Scope};
+use crate::domain::{Algorithm, DurationUnit, FailureMode, Mode, Override, RateUnit, Scope};
 use crate::store::{ApiKeyRecord, AppRecord, AuditRecord, MemberRecord, PolicyRecord};
 
 /// Unix ms as RFC 3339 (UTC), how every time leaves the API.
@@ -134,6 +134,8 @@ pub struct PolicyView {
     pub allowed_apps: Vec<String>,
     pub failure_mode: FailureMode,
     pub enabled: bool,
+    /// `enforce`, or `shadow`: decided and counted, never denied.
+    pub mode: Mode,
     pub description: String,
     /// Whose bucket: `global`, `per_app` or `per_key`.
     pub scope: Scope,
@@ -197,6 +199,7 @@ impl From<&PolicyRecord> for PolicyView {
             allowed_apps: s.allowed_apps.iter().map(ToString::to_string).collect(),
             failure_mode: s.failure_mode,
             enabled: s.enabled,
+            mode: s.mode,
             description: s.description.clone(),
             scope: s.scope,
             overrides: s.overrides.iter().map(OverrideView::from).collect(),

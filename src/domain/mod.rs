@@ -13,7 +13,7 @@ pub use algorithm::{Algorithm, MAX_MILLIS, Millis, Param};
 pub use field_error::{FieldError, FieldErrors};
 pub use names::{AppSlug, PolicyName, Username};
 pub use policy::{
-    FailureMode, MAX_CAPACITY, MAX_RATE, MIN_RATE, MaxPermits, Permits, PolicySpec, Rate,
+    FailureMode, MAX_CAPACITY, MAX_RATE, MIN_RATE, MaxPermits, Mode, Permits, PolicySpec, Rate,
     check_description,
 };
 pub use role::{GlobalRole, MemberRole};

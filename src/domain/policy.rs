@@ -108,6 +108,36 @@ impl FailureMode {
     }
 }
 
+/// Whether a policy's denials are carried out.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Mode {
+    /// Deny what the limit denies (429).
+    #[default]
+    Enforce,
+    /// Decide and count exactly as if enforced, but grant every request, marked
+    /// `"shadow_denied": true` where it would have been denied: a new limit can be watched
+    /// on real traffic before it bites.
+    Shadow,
+}
+
+impl Mode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Enforce => "enforce",
+            Self::Shadow => "shadow",
+        }
+    }
+
+    pub fn parse_field(field: &str, value: &str) -> Result<Self, FieldError> {
+        match value {
+            "enforce" => Ok(Self::Enforce),
+            "shadow" => Ok(Self::Shadow),
+            _ => Err(FieldError::new(field, "must be \"enforce\" or \"shadow\"")),
+        }
+    }
+}
+
 /// A policy's whole configuration, every part valid.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PolicySpec {
@@ -123,6 +153,8 @@ pub struct PolicySpec {
     pub allowed_apps: Vec<AppSlug>,
     pub failure_mode: FailureMode,
     pub enabled: bool,
+    /// Enforced, or decided and counted without denying.
+    pub mode: Mode,
     pub description: String,
     /// Whose bucket: shared, per calling app, or per client-named key.
     pub scope: Scope,
@@ -186,5 +218,7 @@ mod tests {
         assert!(e.message.contains("gcra"));
         assert!(FailureMode::parse_field("failure_mode", "open").is_ok());
         assert!(FailureMode::parse_field("failure_mode", "x").is_err());
+        assert_eq!(Mode::parse_field("mode", "shadow"), Ok(Mode::Shadow));
+        assert!(Mode::parse_field("mode", "Shadow").is_err());
     }
 }

@@ -16,6 +16,15 @@ pub enum Decision {
     Denied,
     /// The policy is disabled: granted without touching the bucket.
     Unenforced,
+    /// The policy is in shadow mode and would have denied: granted, nothing consumed.
+    ShadowDenied,
+}
+
+impl Decision {
+    /// Whether the client may go ahead.
+    pub fn allowed(self) -> bool {
+        self != Self::Denied
+    }
 }
 
 /// The id of a concurrency lease: 128 random bits, shown as 32 hex digits.
@@ -69,7 +78,7 @@ pub enum AcquireOutcome {
 }
 
 /// A script's answer that the policy uses another algorithm (it changed meanwhile).
-const WRONG_ALGORITHM: i64 = -4;
+pub(super) const WRONG_ALGORITHM: i64 = -4;
 
 impl Limiter {
     /// Runs the acquire script of `algorithm` (what this instance believes the policy
@@ -207,6 +216,7 @@ pub(super) fn parse_reply(
         1 => decided(Decision::Granted),
         -1 => decided(Decision::Denied),
         2 => decided(Decision::Unenforced),
+        3 => decided(Decision::ShadowDenied),
         0 => AcquireOutcome::NoSuchPolicy,
         -2 => AcquireOutcome::AppNotAllowed,
         -3 => AcquireOutcome::PermitsAboveMax { limit },

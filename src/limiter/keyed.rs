@@ -7,9 +7,9 @@
 use rand::Rng;
 use sha2::{Digest, Sha256};
 
-use crate::domain::{Algorithm, AppSlug, Permits};
+use crate::domain::{Algorithm, AppSlug, Mode, Permits};
 
-use super::acquire::{AcquireOutcome, LeaseId, parse_reply};
+use super::acquire::{AcquireOutcome, Decision, LeaseId, parse_reply};
 use super::{Limiter, LimiterError, PolicyConfig, ReleaseOutcome, scripts};
 
 /// The limits one caller's bucket is decided under: the policy's, or an override's.
@@ -34,7 +34,7 @@ impl BucketLimits {
     }
 
     /// The algorithm's parameter as the keyed scripts take it (ARGV[3]).
-    fn param(&self, algorithm: Algorithm) -> String {
+    pub(super) fn param(&self, algorithm: Algorithm) -> String {
         match algorithm {
             Algorithm::TokenBucket | Algorithm::Gcra => self.rate.to_string(),
             Algorithm::FixedWindow | Algorithm::SlidingLog | Algorithm::SlidingWindow => {
@@ -92,7 +92,8 @@ impl Limiter {
         let (reply, lease) = self
             .run_keyed(bucket, permits.get(), bucket.policy.enabled, app)
             .await?;
-        parse_reply(&reply, lease, bucket.policy.algorithm)
+        let outcome = parse_reply(&reply, lease, bucket.policy.algorithm)?;
+        Ok(in_mode(outcome, bucket.policy.mode))
     }
 
     /// A caller's bucket as it stands, without changing it (the scripts read only when
@@ -201,6 +202,18 @@ impl Limiter {
         }
         (invocation, lease)
     }
+}
+
+/// The keyed scripts take no mode: a shadow policy's denial is made a grant here, from the
+/// same snapshot the bucket's limits came from.
+pub(super) fn in_mode(mut outcome: AcquireOutcome, mode: Mode) -> AcquireOutcome {
+    if let AcquireOutcome::Decided { decision, .. } = &mut outcome
+        && *decision == Decision::Denied
+        && mode == Mode::Shadow
+    {
+        *decision = Decision::ShadowDenied;
+    }
+    outcome
 }
 
 /// A keyed state read's reply: `(permits available now, ms until full)`.

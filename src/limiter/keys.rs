@@ -102,6 +102,18 @@ impl KeySpace {
         format!("{}:activity:{{{policy}}}:h:{day}", self.prefix)
     }
 
+    /// A shadow policy's would-have-denied counts per minute of one Unix hour (one u32 a
+    /// minute): kept apart from [`Self::usage_minutes`], so a chart tells them from real
+    /// denials, and written only for policies that had some.
+    pub fn usage_shadow_minutes(&self, policy: &str, hour: i64) -> String {
+        format!("{}:activity:{{{policy}}}:sm:{hour}", self.prefix)
+    }
+
+    /// The same per hour of one Unix day.
+    pub fn usage_shadow_hours(&self, policy: &str, day: i64) -> String {
+        format!("{}:activity:{{{policy}}}:sh:{day}", self.prefix)
+    }
+
     /// The pub/sub channel on which instances announce changes to each other.
     pub fn changes_channel(&self) -> String {
         format!("{}:changes", self.prefix)

@@ -126,6 +126,8 @@ fn live_view(chunk: &[Value], first: i64, last: i64) -> Result<LiveView, Limiter
             minute,
             granted,
             denied,
+            // The application's table reads no shadow counts (the policy's page does).
+            shadow_denied: 0,
         })
         .collect();
     Ok(LiveView { state, minutes })

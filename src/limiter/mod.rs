@@ -2,6 +2,7 @@
 //! Nothing here knows about SQL or HTTP.
 
 mod acquire;
+mod batch;
 mod changes;
 mod connection;
 mod keyed;
@@ -17,6 +18,7 @@ mod usage;
 mod writes;
 
 pub use acquire::{AcquireOutcome, Decision, LeaseId};
+pub use batch::Batcher;
 pub use changes::listen_for_changes;
 pub use connection::RedisConn;
 pub use keyed::{BucketLimits, KeyedBucket};
@@ -26,8 +28,8 @@ pub use own_buckets::OwnBucket;
 pub use policy_live::PolicyLive;
 pub use release::ReleaseOutcome;
 pub use state::BucketState;
-pub use top_keys::{CallerCount, TopBatch};
-pub use usage::{MinuteCounts, UsageSpan};
+pub use top_keys::{CallerCount, TopBatch, TopByOutcome};
+pub use usage::{MinuteCounts, PolicyCounts, UsageSpan};
 pub use writes::PolicyConfig;
 
 use std::sync::Arc;
@@ -47,7 +49,7 @@ pub struct Limiter {
     round_trips: IntCounter,
 }
 
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 pub enum LimiterError {
     #[error("redis did not answer within {0:?}")]
     Timeout(Duration),

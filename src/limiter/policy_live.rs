@@ -8,10 +8,13 @@ use crate::domain::PolicyName;
 
 use super::keyed::keyed_state_of;
 use super::state::parse_state;
-use super::top_keys::{Scored, most};
+use super::top_keys::{Scored, TOP_READS, TopByOutcome, ranked};
 use super::{
-    BucketState, CallerCount, KeyedBucket, Limiter, LimiterError, MinuteCounts, UsageSpan, scripts,
+    BucketState, KeySpace, KeyedBucket, Limiter, LimiterError, MinuteCounts, UsageSpan, scripts,
 };
+
+/// The name of a policy's usage string of one hour or day (see `KeySpace`).
+type UsageKey = fn(&KeySpace, &str, i64) -> String;
 
 /// A policy's page as Redis holds it now.
 #[derive(Debug, Clone, PartialEq)]
@@ -24,8 +27,8 @@ pub struct PolicyLive {
     pub day: Vec<MinuteCounts>,
     /// 168 hours.
     pub week: Vec<MinuteCounts>,
-    /// Per span asked for: `(granted, denied)` top callers, most first.
-    pub top: Vec<(Vec<CallerCount>, Vec<CallerCount>)>,
+    /// Per span asked for: the top callers per outcome, most first.
+    pub top: Vec<TopByOutcome>,
     /// The caller's bucket looked up, if one was: `(permits available, ms until full)`.
     pub lookup: Option<(i64, i64)>,
 }
@@ -78,18 +81,21 @@ impl Limiter {
         for &minutes in top_spans {
             self.queue_top(&mut pipe, policy, now_minute, minutes);
         }
-        pipe.cmd("MGET").arg(
-            minute_strings
+        // The usage strings, then the shadow ones: each a minute string per hour of the
+        // day, and an hour string per day of the week.
+        let usage: [(&[i64], UsageKey); 4] = [
+            (&minute_strings, KeySpace::usage_minutes),
+            (&hour_strings, KeySpace::usage_hours),
+            (&minute_strings, KeySpace::usage_shadow_minutes),
+            (&hour_strings, KeySpace::usage_shadow_hours),
+        ];
+        for (spans, key_of) in usage {
+            let keys: Vec<String> = spans
                 .iter()
-                .map(|&h| self.keys.usage_minutes(policy, h))
-                .collect::<Vec<_>>(),
-        );
-        pipe.cmd("MGET").arg(
-            hour_strings
-                .iter()
-                .map(|&d| self.keys.usage_hours(policy, d))
-                .collect::<Vec<_>>(),
-        );
+                .map(|&s| key_of(&self.keys, policy, s))
+                .collect();
+            pipe.cmd("MGET").arg(keys);
+        }
         if let Some(bucket) = lookup {
             let (script, invocation) = self.keyed_state_invocation(bucket);
             pipe.load_script(script).ignore();
@@ -107,7 +113,7 @@ impl Limiter {
             None => None,
         };
         let bad = |what: &str| LimiterError::Reply(format!("{what}: {replies:?}"));
-        let expected = 1 + 2 * top_spans.len() + 2;
+        let expected = 1 + TOP_READS * top_spans.len() + 4;
         if replies.len() != expected {
             return Err(bad("reply count"));
         }
@@ -116,13 +122,13 @@ impl Limiter {
             _ => return Err(bad("state")),
         };
         let mut top = Vec::with_capacity(top_spans.len());
-        for pair in replies[1..1 + 2 * top_spans.len()].chunks(2) {
+        for reads in replies[1..1 + TOP_READS * top_spans.len()].chunks(TOP_READS) {
             let scored = |v: &Value| -> Result<Scored, LimiterError> {
                 redis::from_redis_value_ref(v).map_err(|_| bad("top callers"))
             };
-            top.push((
-                most(scored(&pair[0])?, top_limit),
-                most(scored(&pair[1])?, top_limit),
+            top.push(ranked(
+                [scored(&reads[0])?, scored(&reads[1])?, scored(&reads[2])?],
+                top_limit,
             ));
         }
         let strings = |v: &Value| -> Result<Vec<Vec<u8>>, LimiterError> {
@@ -130,17 +136,23 @@ impl Limiter {
                 redis::from_redis_value_ref(v).map_err(|_| bad("usage"))?;
             Ok(all.into_iter().map(Option::unwrap_or_default).collect())
         };
-        let minutes = strings(&replies[expected - 2])?;
-        let hours = strings(&replies[expected - 1])?;
+        let minutes = strings(&replies[expected - 4])?;
+        let hours = strings(&replies[expected - 3])?;
+        let shadow_minutes = strings(&replies[expected - 2])?;
+        let shadow_hours = strings(&replies[expected - 1])?;
         // The hour's two strings are the day's last two.
         let hour_from = minutes
             .len()
             .saturating_sub(UsageSpan::HOUR.strings(now_minute).len());
         Ok(PolicyLive {
             state,
-            hour: UsageSpan::HOUR.points_from(now_minute, &minutes[hour_from..]),
-            day: UsageSpan::DAY.points_from(now_minute, &minutes),
-            week: UsageSpan::WEEK.points_from(now_minute, &hours),
+            hour: UsageSpan::HOUR.points_from(
+                now_minute,
+                &minutes[hour_from..],
+                &shadow_minutes[hour_from..],
+            ),
+            day: UsageSpan::DAY.points_from(now_minute, &minutes, &shadow_minutes),
+            week: UsageSpan::WEEK.points_from(now_minute, &hours, &shadow_hours),
             top,
             lookup,
         })

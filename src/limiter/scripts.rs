@@ -81,7 +81,24 @@ macro_rules! script {
 // Global policies: config and state in the policy's hash (and a state key beside it).
 // `lib/acquire_gate.lua` holds the checks the algorithms beyond the token bucket share;
 // `lib/<algorithm>.lua` each algorithm's decision, shared with its keyed script.
-script!(TOKEN_BUCKET, ["lib/token_bucket.lua", "token_bucket.lua"]);
+script!(
+    TOKEN_BUCKET,
+    [
+        "lib/token_bucket.lua",
+        "lib/token_bucket_global.lua",
+        "token_bucket.lua"
+    ]
+);
+// Acquires of global token-bucket policies that arrived together, in one call.
+script!(
+    TOKEN_BUCKET_BATCH,
+    [
+        "lib/token_bucket.lua",
+        "lib/token_bucket_global.lua",
+        "lib/keyed_token_bucket.lua",
+        "token_bucket_batch.lua"
+    ]
+);
 script!(
     FIXED_WINDOW,
     [
@@ -130,6 +147,7 @@ script!(
     KEYED_TOKEN_BUCKET,
     [
         "lib/token_bucket.lua",
+        "lib/keyed_token_bucket.lua",
         "keyed/common.lua",
         "keyed/token_bucket.lua"
     ]

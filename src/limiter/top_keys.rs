@@ -1,5 +1,6 @@
 //! The top callers of each policy per minute, summed over every instance: sorted sets
-//! `<prefix>:top:{<policy>}:<minute>:g` (grants) and `:d` (denials), trimmed to the
+//! `<prefix>:top:{<policy>}:<minute>:g` (grants), `:d` (denials) and `:s` (a shadow
+//! policy's would-be denials, granted), trimmed to the
 //! [`KEEP`] highest after each addition (memory stays flat however many callers there
 //! are) and kept an hour.
 
@@ -20,6 +21,19 @@ pub struct TopBatch<'a> {
     pub policy: &'a str,
     pub granted: &'a [(String, u64)],
     pub denied: &'a [(String, u64)],
+    pub shadow_denied: &'a [(String, u64)],
+}
+
+/// The outcomes callers are ranked by, with the letter ending their keys.
+const OUTCOMES: [char; 3] = ['g', 'd', 's'];
+
+/// A policy's top callers over some minutes, per outcome, most first.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TopByOutcome {
+    pub granted: Vec<CallerCount>,
+    pub denied: Vec<CallerCount>,
+    /// Granted by a shadow policy that would have denied them.
+    pub shadow_denied: Vec<CallerCount>,
 }
 
 /// Callers with their summed scores, as `ZUNION ... WITHSCORES` answers.
@@ -57,7 +71,8 @@ impl Limiter {
         let mut pipe = redis::pipe();
         let mut any = false;
         for batch in batches {
-            for (outcome, callers) in [('g', batch.granted), ('d', batch.denied)] {
+            let by_outcome = [batch.granted, batch.denied, batch.shadow_denied];
+            for (outcome, callers) in OUTCOMES.into_iter().zip(by_outcome) {
                 if callers.is_empty() {
                     continue;
                 }
@@ -83,7 +98,7 @@ impl Limiter {
     }
 
     /// The `limit` top callers of `policy` over the `minutes` minutes up to `now_minute`:
-    /// `(granted, denied)`, most first.
+    /// per outcome, most first.
     #[tracing::instrument(level = "debug", skip_all, fields(policy = %policy, minutes))]
     pub async fn top(
         &self,
@@ -91,16 +106,16 @@ impl Limiter {
         now_minute: i64,
         minutes: i64,
         limit: usize,
-    ) -> Result<(Vec<CallerCount>, Vec<CallerCount>), LimiterError> {
+    ) -> Result<TopByOutcome, LimiterError> {
         let mut pipe = redis::pipe();
         self.queue_top(&mut pipe, policy, now_minute, minutes);
         let mut conn = self.conn.clone();
-        let (granted, denied): (Scored, Scored) = self.timed(pipe.query_async(&mut conn)).await?;
-        Ok((most(granted, limit), most(denied, limit)))
+        let scored: [Scored; 3] = self.timed(pipe.query_async(&mut conn)).await?;
+        Ok(ranked(scored, limit))
     }
 
-    /// Adds to `pipe` the two reads of [`Self::top`] (granted, then denied callers with
-    /// their scores; [`most`] ranks each).
+    /// Adds to `pipe` the [`TOP_READS`] reads of [`Self::top`] (granted, denied, then
+    /// shadow-denied callers with their scores; [`ranked`] ranks them).
     pub(super) fn queue_top(
         &self,
         pipe: &mut redis::Pipeline,
@@ -108,7 +123,7 @@ impl Limiter {
         now_minute: i64,
         minutes: i64,
     ) {
-        for outcome in ['g', 'd'] {
+        for outcome in OUTCOMES {
             let keys: Vec<String> = (now_minute - minutes + 1..=now_minute)
                 .map(|m| self.top_key(policy, m, outcome))
                 .collect();
@@ -120,8 +135,20 @@ impl Limiter {
     }
 }
 
+/// How many replies [`Limiter::queue_top`] queues.
+pub(super) const TOP_READS: usize = OUTCOMES.len();
+
+/// The replies of [`Limiter::queue_top`], `limit` callers of each outcome.
+pub(super) fn ranked([granted, denied, shadow_denied]: [Scored; 3], limit: usize) -> TopByOutcome {
+    TopByOutcome {
+        granted: most(granted, limit),
+        denied: most(denied, limit),
+        shadow_denied: most(shadow_denied, limit),
+    }
+}
+
 /// The `limit` callers with the highest scores, most first (ties by name).
-pub(super) fn most(mut all: Scored, limit: usize) -> Vec<CallerCount> {
+fn most(mut all: Scored, limit: usize) -> Vec<CallerCount> {
     all.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
     all.into_iter()
         .take(limit)

@@ -28,17 +28,31 @@ pub struct MinuteCounts {
     pub minute: i64,
     pub granted: u64,
     pub denied: u64,
+    /// Granted by a shadow policy that would have denied them (not in `granted`).
+    pub shadow_denied: u64,
+}
+
+/// One instance's counts of one policy over a flush.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PolicyCounts {
+    pub policy: String,
+    pub granted: u64,
+    pub denied: u64,
+    /// Granted by a shadow policy that would have denied them.
+    pub shadow_denied: u64,
+}
+
+/// The `i`th big-endian u32 of a usage string; zero past its end (nothing counted there).
+fn u32_at(bytes: &[u8], i: usize) -> u64 {
+    bytes.get(i * 4..i * 4 + 4).map_or(0, |b| {
+        u64::from(u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
+    })
 }
 
 /// The (granted, denied) pairs of a usage string, in order; a string cut short (nothing
 /// counted past its end) reads as zeros.
 pub(super) fn pairs(bytes: &[u8], count: usize) -> impl Iterator<Item = (u64, u64)> + '_ {
-    let at = move |i: usize| -> u64 {
-        bytes.get(i * 4..i * 4 + 4).map_or(0, |b| {
-            u64::from(u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
-        })
-    };
-    (0..count).map(move |i| (at(2 * i), at(2 * i + 1)))
+    (0..count).map(move |i| (u32_at(bytes, 2 * i), u32_at(bytes, 2 * i + 1)))
 }
 
 /// The span of a usage read: `points` points of `minutes_each` minutes, the last one
@@ -82,8 +96,15 @@ impl UsageSpan {
         (first.div_euclid(unit)..=now_minute.div_euclid(unit)).collect()
     }
 
-    /// The points of the span from its strings (as [`Self::strings`] names them, in order).
-    pub(super) fn points_from(self, now_minute: i64, strings: &[Vec<u8>]) -> Vec<MinuteCounts> {
+    /// The points of the span from its strings (as [`Self::strings`] names them, in order)
+    /// and the shadow strings of the same hours or days (one u32 a slot; fewer or empty
+    /// ones read as zeros).
+    pub(super) fn points_from(
+        self,
+        now_minute: i64,
+        strings: &[Vec<u8>],
+        shadow: &[Vec<u8>],
+    ) -> Vec<MinuteCounts> {
         let first = self.first_minute(now_minute);
         let (unit, per_string) = if self.by_hour() {
             (24 * 60, 24)
@@ -101,12 +122,14 @@ impl UsageSpan {
             .collect();
         for (s, bytes) in strings.iter().enumerate() {
             let string_start = (first_string + s as i64) * unit;
+            let shadow = shadow.get(s).map_or(&[][..], Vec::as_slice);
             for (slot, (granted, denied)) in pairs(bytes, per_string as usize).enumerate() {
                 let minute = string_start + slot as i64 * slot_minutes;
                 let index = (minute - first).div_euclid(self.minutes_each);
                 if let Some(p) = usize::try_from(index).ok().and_then(|i| points.get_mut(i)) {
                     p.granted += granted;
                     p.denied += denied;
+                    p.shadow_denied += u32_at(shadow, slot);
                 }
             }
         }
@@ -122,7 +145,7 @@ impl Limiter {
     pub async fn add_minute_counts(
         &self,
         minute: i64,
-        counts: &[(String, u64, u64)],
+        counts: &[PolicyCounts],
         apps: &[(String, u64, u64)],
     ) -> Result<(), LimiterError> {
         if counts.is_empty() && apps.is_empty() {
@@ -133,26 +156,46 @@ impl Limiter {
         let minute_slot = 2 * minute.rem_euclid(60);
         let hour_slot = 2 * hour.rem_euclid(24);
         let mut pipe = redis::pipe();
-        for (policy, granted, denied) in counts {
+        for counts in counts {
+            let policy = &counts.policy;
             // u32 slots: a count past 4 billion in a minute stays at the maximum.
             let (granted, denied) = (
-                (*granted).min(u64::from(u32::MAX)),
-                (*denied).min(u64::from(u32::MAX)),
+                counts.granted.min(u64::from(u32::MAX)),
+                counts.denied.min(u64::from(u32::MAX)),
             );
-            add_pair(
+            add_counts(
                 &mut pipe,
                 &self.keys.usage_minutes(policy, hour),
                 minute_slot,
-                (granted, denied),
+                &[granted, denied],
                 KEEP_MINUTES_MS,
             );
-            add_pair(
+            add_counts(
                 &mut pipe,
                 &self.keys.usage_hours(policy, day),
                 hour_slot,
-                (granted, denied),
+                &[granted, denied],
                 KEEP_HOURS_MS,
             );
+            if counts.shadow_denied > 0 {
+                let shadow = counts.shadow_denied.min(u64::from(u32::MAX));
+                let minute_key = self.keys.usage_shadow_minutes(policy, hour);
+                add_counts(
+                    &mut pipe,
+                    &minute_key,
+                    minute_slot / 2,
+                    &[shadow],
+                    KEEP_MINUTES_MS,
+                );
+                let hour_key = self.keys.usage_shadow_hours(policy, day);
+                add_counts(
+                    &mut pipe,
+                    &hour_key,
+                    hour_slot / 2,
+                    &[shadow],
+                    KEEP_HOURS_MS,
+                );
+            }
         }
         for (app, granted, denied) in apps {
             let pair = (
@@ -160,37 +203,27 @@ impl Limiter {
                 (*denied).min(u64::from(u32::MAX)),
             );
             let key = self.keys.usage_app_minutes(app, hour);
-            add_pair(&mut pipe, &key, minute_slot, pair, KEEP_MINUTES_MS);
+            add_counts(
+                &mut pipe,
+                &key,
+                minute_slot,
+                &[pair.0, pair.1],
+                KEEP_MINUTES_MS,
+            );
         }
         let mut conn = self.conn.clone();
         self.timed(pipe.query_async::<()>(&mut conn)).await
     }
 }
 
-/// `BITFIELD key OVERFLOW SAT INCRBY u32 #slot granted INCRBY u32 #slot+1 denied`, and
-/// the key's expiry, queued on `pipe`.
-fn add_pair(
-    pipe: &mut redis::Pipeline,
-    key: &str,
-    slot: i64,
-    (granted, denied): (u64, u64),
-    keep: i64,
-) {
-    pipe.cmd("BITFIELD")
-        .arg(key)
-        .arg("OVERFLOW")
-        .arg("SAT")
-        .arg("INCRBY")
-        .arg("u32")
-        .arg(format!("#{slot}"))
-        .arg(granted)
-        .arg("INCRBY")
-        .arg("u32")
-        .arg(format!("#{}", slot + 1))
-        .arg(denied)
-        .ignore()
-        .pexpire(key, keep)
-        .ignore();
+/// `BITFIELD key OVERFLOW SAT INCRBY u32 #slot n0 INCRBY u32 #slot+1 n1 ...` (saturating
+/// u32 counters from `slot` on), and the key's expiry, queued on `pipe`.
+fn add_counts(pipe: &mut redis::Pipeline, key: &str, slot: i64, counts: &[u64], keep: i64) {
+    let cmd = pipe.cmd("BITFIELD").arg(key).arg("OVERFLOW").arg("SAT");
+    for (i, n) in (slot..).zip(counts) {
+        cmd.arg("INCRBY").arg("u32").arg(format!("#{i}")).arg(*n);
+    }
+    cmd.ignore().pexpire(key, keep).ignore();
 }
 
 impl Limiter {
@@ -267,13 +300,22 @@ mod tests {
         previous[30] = (100, 100); // 9:30, outside the span
         let mut this = vec![(0, 0); 60];
         this[30] = (7, 0); // 10:30, the last point
-        let points = span.points_from(now, &[string(&previous), string(&this)]);
+        let mut shadow = vec![0u8; 240];
+        shadow[30 * 4..30 * 4 + 4].copy_from_slice(&9u32.to_be_bytes()); // 10:30
+        let points = span.points_from(now, &[string(&previous), string(&this)], &[vec![], shadow]);
         assert_eq!(points.len(), 60);
         assert_eq!(
             (points[0].minute, points[0].granted, points[0].denied),
             (now - 59, 5, 1)
         );
-        assert_eq!((points[59].minute, points[59].granted), (now, 7));
+        assert_eq!(
+            (
+                points[59].minute,
+                points[59].granted,
+                points[59].shadow_denied
+            ),
+            (now, 7, 9)
+        );
         let total: u64 = points.iter().map(|p| p.granted + p.denied).sum();
         assert_eq!(total, 13);
     }
@@ -283,7 +325,7 @@ mod tests {
         let now = 20_000 * 60 + 7;
         let day = UsageSpan::DAY;
         assert_eq!(day.strings(now).len(), 25);
-        let points = day.points_from(now, &vec![string(&[(1, 0); 60]); 25]);
+        let points = day.points_from(now, &vec![string(&[(1, 0); 60]); 25], &[]);
         assert_eq!(points.len(), 96);
         // Each quarter hour sums its 15 minutes; the last one starts at 20000:00.
         assert!(points.iter().all(|p| p.granted == 15));
@@ -292,7 +334,7 @@ mod tests {
         let week = UsageSpan::WEEK;
         let strings = week.strings(now);
         assert_eq!(strings.len(), 8);
-        let points = week.points_from(now, &vec![string(&[(0, 2); 24]); 8]);
+        let points = week.points_from(now, &vec![string(&[(0, 2); 24]); 8], &[]);
         assert_eq!(points.len(), 168);
         assert!(points.iter().all(|p| p.denied == 2));
         assert_eq!(points[167].minute, now - 7);

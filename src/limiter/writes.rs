@@ -7,7 +7,7 @@ use std::time::Duration;
 use futures_util::{StreamExt, stream};
 use redis::ScriptInvocation;
 
-use crate::domain::{Algorithm, PolicyName, PolicySpec, Scope};
+use crate::domain::{Algorithm, Mode, PolicyName, PolicySpec, Scope};
 
 use super::{Limiter, LimiterError, StateKey, scripts};
 
@@ -32,6 +32,8 @@ pub struct PolicyConfig {
     /// A keyed policy's hash holds its config only: its scripts never decide on it, and
     /// the global scripts refuse it (see `lua/lib/acquire_gate.lua`).
     pub scope: Scope,
+    /// Shadow: decided and counted, but granted (the scripts answer code 3 for a denial).
+    pub mode: Mode,
 }
 
 impl PolicyConfig {
@@ -54,6 +56,7 @@ impl PolicyConfig {
             apps,
             enabled: spec.enabled,
             scope: spec.scope,
+            mode: spec.mode,
         }
     }
 }
@@ -110,6 +113,11 @@ impl Limiter {
             .arg(match config.scope {
                 Scope::Global => "",
                 other => other.as_str(),
+            })
+            // Nor the default mode.
+            .arg(match config.mode {
+                Mode::Enforce => "",
+                Mode::Shadow => Mode::Shadow.as_str(),
             });
         invocation
     }

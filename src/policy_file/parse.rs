@@ -195,6 +195,7 @@ fn checked(app: &AppDocument, policy: &FilePolicy) -> Result<PolicySpec, Vec<(St
         allowed_apps: policy.allowed_apps.clone(),
         failure_mode: policy.failure_mode.clone(),
         enabled: policy.enabled,
+        mode: policy.mode.clone(),
         description: policy.description.clone(),
         scope: policy.scope.clone(),
         overrides: Some(overrides),

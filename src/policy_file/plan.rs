@@ -49,7 +49,7 @@ pub fn field_changes(current: &PolicySpec, wanted: &PolicySpec) -> Vec<FieldChan
 }
 
 /// A policy's fields in the order a file writes them (`name` and the owner never differ).
-const FIELDS: [&str; 11] = [
+const FIELDS: [&str; 12] = [
     "algorithm",
     "rate",
     "max_permits",
@@ -59,6 +59,7 @@ const FIELDS: [&str; 11] = [
     "allowed_apps",
     "failure_mode",
     "enabled",
+    "mode",
     "description",
     "overrides",
 ];

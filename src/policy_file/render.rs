@@ -51,6 +51,7 @@ pub(super) fn file_policy(p: &PolicyView) -> FilePolicy {
         allowed_apps: Some(p.allowed_apps.clone()),
         failure_mode: Some(p.failure_mode.as_str().to_owned()),
         enabled: Some(p.enabled),
+        mode: Some(p.mode.as_str().to_owned()),
         description: Some(p.description.clone()),
         overrides: p
             .overrides

@@ -59,6 +59,7 @@ pub fn schema() -> Value {
                     "allowed_apps": {"type": "array", "minItems": 1, "items": {"type": "string"}},
                     "failure_mode": {"enum": ["closed", "open"], "default": "closed"},
                     "enabled": {"type": "boolean", "default": true},
+                    "mode": {"enum": ["enforce", "shadow"], "default": "enforce"},
                     "description": {"type": "string", "default": ""},
                     "overrides": {"type": "array", "items": {"$ref": "#/$defs/override"}}
                 }

@@ -99,6 +99,11 @@ pub enum StoreError {
     /// or the connection broke): worth retrying later, not a bug.
     #[error("the database is unreachable: {0}")]
     Unavailable(#[source] sqlx::Error),
+    /// The database aborted the transaction to break a deadlock with a simultaneous one,
+    /// or as a serialization failure: nothing of it was saved, and running it again from
+    /// the start is safe.
+    #[error("the database aborted the transaction: {0}")]
+    Aborted(#[source] sqlx::Error),
     #[error(transparent)]
     Other(#[from] anyhow::Error),
 }
@@ -107,6 +112,13 @@ impl From<sqlx::Error> for StoreError {
     fn from(e: sqlx::Error) -> Self {
         match &e {
             sqlx::Error::Database(db) if db.is_unique_violation() => Self::Conflict,
+            // SQLSTATE serialization_failure (MySQL's deadlock, 1213, reports it too) and
+            // PostgreSQL's deadlock_detected.
+            sqlx::Error::Database(db)
+                if matches!(db.code().as_deref(), Some("40001" | "40P01")) =>
+            {
+                Self::Aborted(e)
+            }
             sqlx::Error::PoolTimedOut
             | sqlx::Error::PoolClosed
             | sqlx::Error::Io(_)

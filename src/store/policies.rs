@@ -1,8 +1,8 @@
 use anyhow::Context;
 
 use crate::domain::{
-    Algorithm, AppSlug, DisplayUnits, DurationUnit, FailureMode, MaxPermits, Millis, Override,
-    Param, PolicyName, PolicySpec, Rate, RateUnit, Scope,
+    Algorithm, AppSlug, DisplayUnits, DurationUnit, FailureMode, MaxPermits, Millis, Mode,
+    Override, Param, PolicyName, PolicySpec, Rate, RateUnit, Scope,
 };
 
 use super::{StoreError, StoreResult, Tx, new_id, now_ms};
@@ -30,6 +30,7 @@ pub(super) struct PolicyRow {
     pub(super) allowed_apps: String,
     pub(super) failure_mode: String,
     pub(super) enabled: i64,
+    pub(super) mode: String,
     pub(super) description: String,
     pub(super) scope: String,
     pub(super) overrides: Option<String>,
@@ -132,6 +133,7 @@ impl PolicyRow {
                     .collect::<Result<_, _>>()?,
                 failure_mode: FailureMode::parse_field("failure_mode", &self.failure_mode)?,
                 enabled: self.enabled != 0,
+                mode: Mode::parse_field("mode", &self.mode)?,
                 description: self.description,
                 scope: Scope::parse_field("scope", &self.scope)?,
                 overrides: match &self.overrides {
@@ -174,7 +176,7 @@ impl PolicyRow {
 }
 
 const SELECT: &str = "SELECT p.id, p.name, a.slug AS owner_app, p.algorithm, p.rate, \
-    p.max_permits, p.window_ms, p.lease_ttl_ms, p.allowed_apps, p.failure_mode, p.enabled, p.description, p.scope, p.overrides, \
+    p.max_permits, p.window_ms, p.lease_ttl_ms, p.allowed_apps, p.failure_mode, p.enabled, p.mode, p.description, p.scope, p.overrides, \
     p.rate_unit, p.window_unit, p.lease_ttl_unit, p.version, \
     p.created_ms, p.updated_ms FROM policies p JOIN apps a ON a.id = p.app_id";
 
@@ -205,9 +207,9 @@ impl Tx {
         };
         sqlx::query(self.sql(
             "INSERT INTO policies (id, name, app_id, algorithm, rate, max_permits, window_ms, \
-             lease_ttl_ms, allowed_apps, failure_mode, enabled, description, scope, overrides, \
-             rate_unit, window_unit, lease_ttl_unit, version, created_ms, updated_ms) \
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+             lease_ttl_ms, allowed_apps, failure_mode, enabled, mode, description, scope, \
+             overrides, rate_unit, window_unit, lease_ttl_unit, version, created_ms, updated_ms) \
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         ))
         .bind(&record.id)
         .bind(spec.name.as_str())
@@ -220,6 +222,7 @@ impl Tx {
         .bind(apps_json(spec))
         .bind(spec.failure_mode.as_str())
         .bind(i64::from(spec.enabled))
+        .bind(spec.mode.as_str())
         .bind(&spec.description)
         .bind(spec.scope.as_str())
         .bind(overrides_json(spec))
@@ -245,7 +248,7 @@ impl Tx {
         let now = now_ms();
         let done = sqlx::query(self.sql(
             "UPDATE policies SET algorithm = ?, rate = ?, max_permits = ?, window_ms = ?, \
-             lease_ttl_ms = ?, allowed_apps = ?, failure_mode = ?, enabled = ?, description = ?, \
+             lease_ttl_ms = ?, allowed_apps = ?, failure_mode = ?, enabled = ?, mode = ?, description = ?, \
              scope = ?, overrides = ?, rate_unit = ?, window_unit = ?, lease_ttl_unit = ?, \
              version = version + 1, updated_ms = ? \
              WHERE id = ? AND version = ?",
@@ -258,6 +261,7 @@ impl Tx {
         .bind(apps_json(spec))
         .bind(spec.failure_mode.as_str())
         .bind(i64::from(spec.enabled))
+        .bind(spec.mode.as_str())
         .bind(&spec.description)
         .bind(spec.scope.as_str())
         .bind(overrides_json(spec))

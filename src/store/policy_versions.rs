@@ -37,6 +37,9 @@ struct PolicyJson {
     allowed_apps: Vec<String>,
     failure_mode: String,
     enabled: bool,
+    /// Absent in versions written before shadow mode existed: those were enforced.
+    #[serde(default = "enforce")]
+    mode: String,
     description: String,
     scope: String,
     overrides: Vec<serde_json::Value>,
@@ -47,6 +50,10 @@ struct PolicyJson {
     window_unit: Option<String>,
     #[serde(default)]
     lease_ttl_unit: Option<String>,
+}
+
+fn enforce() -> String {
+    crate::domain::Mode::Enforce.as_str().to_owned()
 }
 
 impl PolicyJson {
@@ -62,6 +69,7 @@ impl PolicyJson {
             allowed_apps: serde_json::from_str(&apps_json(spec)).expect("a list of slugs"),
             failure_mode: spec.failure_mode.as_str().to_owned(),
             enabled: spec.enabled,
+            mode: spec.mode.as_str().to_owned(),
             description: spec.description.clone(),
             scope: spec.scope.as_str().to_owned(),
             overrides: overrides_json(spec)
@@ -88,6 +96,7 @@ impl PolicyJson {
             allowed_apps: serde_json::to_string(&self.allowed_apps).expect("strings serialise"),
             failure_mode: self.failure_mode,
             enabled: i64::from(self.enabled),
+            mode: self.mode,
             description: self.description,
             scope: self.scope,
             overrides: (!self.overrides.is_empty())

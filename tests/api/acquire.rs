@@ -479,12 +479,16 @@ async fn health_metrics_and_openapi_answer() {
     };
     assert_eq!(decisions("granted"), Some(1.0));
     assert_eq!(decisions("denied"), Some(1.0));
-    assert_eq!(
-        series(&samples, "ratekeeper_decisions_total").len(),
-        2,
-        "no other decision: {:?}",
-        series(&samples, "ratekeeper_decisions_total")
-    );
+    // Every outcome's series is there from the start (at 0 until counted), and no other.
+    let outcomes = series(&samples, "ratekeeper_decisions_total");
+    assert_eq!(outcomes.len(), 6, "the six outcomes: {outcomes:?}");
+    for other in ["unenforced", "shadow_denied", "degraded", "unavailable"] {
+        assert_eq!(
+            decisions(other),
+            Some(0.0),
+            "no other decision: {outcomes:?}"
+        );
+    }
     assert_eq!(
         value(&samples, "ratekeeper_acquire_seconds_count", &[]),
         Some(2.0)

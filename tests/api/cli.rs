@@ -579,3 +579,215 @@ async fn policies_apply_without_a_server_writes_the_database_and_pushes_to_redis
         text(&bad.stderr)
     );
 }
+
+/// A directory of the test's own for files the binary reads.
+fn scratch_dir() -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("rk-cli-{}", random_suffix()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// `path` written with `text`, as a string for the command line.
+fn write_file(path: std::path::PathBuf, text: &str) -> String {
+    std::fs::write(&path, text).unwrap();
+    path.to_str().unwrap().to_owned()
+}
+
+#[tokio::test]
+async fn policies_over_https_verify_the_server_against_the_ca_file() {
+    let (db, app) = shop_and_billing().await;
+    let token = app.create_user("olga", Some(("shop", "owner"))).await;
+    let ca = TestCa::new();
+    let target = app.address.trim_start_matches("http://").parse().unwrap();
+    let proxy = TlsProxy::start(target, &ca).await;
+    let dir = scratch_dir();
+    let file = write_file(dir.join("shop.yaml"), SHOP_FILE);
+    let ca_file = write_file(dir.join("ca.pem"), &ca.pem);
+    let other_ca = write_file(dir.join("other-ca.pem"), &TestCa::new().pem);
+    let with_token = ("RATEKEEPER_TOKEN", token.as_str());
+    let apply = |extra: &'static [&'static str], env: Vec<(&'static str, String)>| {
+        let (db, file, server) = (db.clone(), file.clone(), proxy.url.clone());
+        async move {
+            let mut args = vec!["policies", "apply", &file, "--server", &server];
+            args.extend(extra);
+            let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+            ratekeeper_async(&db, &args, "", &env).await
+        }
+    };
+    let token_only = || vec![(with_token.0, with_token.1.to_owned())];
+
+    // The system's roots do not know the private CA, nor does another CA: the handshake
+    // fails, the certificate named, and nothing is sent.
+    let unverified = apply(&[], token_only()).await;
+    let mut with_other_ca = token_only();
+    with_other_ca.push(("RATEKEEPER_CA_FILE", other_ca.clone()));
+    let wrong_ca = apply(&[], with_other_ca).await;
+    for refused in [unverified, wrong_ca] {
+        assert!(!refused.status.success());
+        let stderr = text(&refused.stderr);
+        assert!(
+            stderr.contains(&proxy.url) && stderr.contains("certificate is not trusted"),
+            "{stderr}"
+        );
+        assert!(stderr.contains("--ca-file"), "says what to do: {stderr}");
+        assert!(refused.stdout.is_empty());
+    }
+    expect_problem(
+        app.get("/api/v1/policies/pings", &app.admin_token).await,
+        StatusCode::NOT_FOUND,
+    )
+    .await;
+
+    // Its CA's certificate given: by the flag for the plan, by RATEKEEPER_CA_FILE (not
+    // taken for an unknown setting) for the apply.
+    let plan = ratekeeper_async(
+        &db,
+        &[
+            "policies",
+            "plan",
+            &file,
+            "--server",
+            &proxy.url,
+            "--ca-file",
+            &ca_file,
+        ],
+        "",
+        &[with_token],
+    )
+    .await;
+    assert!(plan.status.success(), "{}", text(&plan.stderr));
+    assert!(text(&plan.stdout).contains("+ create pings (shop)\n"));
+    let mut with_ca = token_only();
+    with_ca.push(("RATEKEEPER_CA_FILE", ca_file.clone()));
+    let applied = apply(&[], with_ca).await;
+    assert!(applied.status.success(), "{}", text(&applied.stderr));
+    assert!(
+        text(&applied.stdout)
+            .contains("Applied: 2 to create, 0 to update, 0 to delete, 1 unchanged."),
+        "{}",
+        text(&applied.stdout)
+    );
+    let pings = expect_status(
+        app.get("/api/v1/policies/pings", &app.admin_token).await,
+        StatusCode::OK,
+    )
+    .await;
+    assert_eq!(pings["window_ms"], 60000);
+    assert_eq!(app.audit("?user=olga").await.len(), 2, "applied as olga");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[tokio::test]
+async fn a_server_or_ca_file_that_cannot_be_used_is_named_with_why() {
+    let db = fresh_database(Db::Sqlite).await;
+    let dir = scratch_dir();
+    let file = write_file(dir.join("shop.yaml"), SHOP_FILE);
+    let not_pem = write_file(dir.join("ca.txt"), "not a certificate\n");
+    let no_such = dir.join("missing.pem").to_str().unwrap().to_owned();
+    let closed = format!("https://127.0.0.1:{}", free_port());
+    let token = [("RATEKEEPER_TOKEN", "rk_pat_unused")];
+    let cases: Vec<(Vec<&str>, Vec<&str>)> = vec![
+        // https is spoken (no longer refused): a closed port is a connection error.
+        (
+            vec!["--server", &closed],
+            vec!["cannot reach", &closed, "Connection refused"],
+        ),
+        (
+            vec!["--server", &closed, "--ca-file", &not_pem],
+            vec![&not_pem, "no PEM certificate"],
+        ),
+        (
+            vec!["--server", &closed, "--ca-file", &no_such],
+            vec!["cannot read --ca-file", &no_such],
+        ),
+        (
+            vec!["--server", "ftp://127.0.0.1:21"],
+            vec!["ftp://", "use http:// or https://"],
+        ),
+        // A CA file means TLS was expected: plain http is refused, not silently used.
+        (
+            vec!["--server", "http://127.0.0.1:8080", "--ca-file", &not_pem],
+            vec![&not_pem, "not https://"],
+        ),
+        (
+            vec!["--ca-file", &not_pem],
+            vec![&not_pem, "is for --server"],
+        ),
+    ];
+    for (extra, named) in cases {
+        let mut args = vec!["policies", "plan", &file];
+        args.extend(&extra);
+        let out = ratekeeper_async(&db, &args, "", &token).await;
+        let stderr = text(&out.stderr);
+        assert!(!out.status.success(), "{extra:?}: {stderr}");
+        for part in named {
+            assert!(stderr.contains(part), "{extra:?} lacks {part:?}: {stderr}");
+        }
+        assert!(out.stdout.is_empty());
+    }
+    // RATEKEEPER_SERVER stands for --server (a CI's secret), not taken for a setting.
+    let env = [token[0], ("RATEKEEPER_SERVER", closed.as_str())];
+    let out = ratekeeper_async(&db, &["policies", "plan", &file], "", &env).await;
+    let stderr = text(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains(&closed) && stderr.contains("Connection refused"),
+        "{stderr}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[tokio::test]
+async fn policies_apply_refuses_a_plan_changed_after_its_dry_run() {
+    let (db, app) = shop_and_billing().await;
+    app.create_policy(
+        json!({"name": "search", "owner_app": "shop", "rate": 10.0, "max_permits": 5}),
+    )
+    .await;
+    // The CLI's apply asks for the plan, then applies it by its plan_id: the proxy holds
+    // that second request while someone edits `search`.
+    let mut proxy = PausingProxy::start(&app.address, "plan_id=");
+    let dir = scratch_dir();
+    let file = write_file(dir.join("shop.yaml"), SHOP_FILE);
+    let cli = tokio::spawn({
+        let (db, server, token) = (db.clone(), proxy.url.clone(), app.admin_token.clone());
+        async move {
+            let args = ["policies", "apply", &file, "--server", &server];
+            ratekeeper_async(&db, &args, "", &[("RATEKEEPER_TOKEN", &token)]).await
+        }
+    });
+    let resume = proxy.held().await;
+    app.edit_policy("search", json!({"max_permits": 7})).await;
+    let audited = app.audit("").await.len();
+    resume.send(()).unwrap();
+    let out = cli.await.unwrap();
+
+    assert!(!out.status.success());
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("409") && stderr.contains("search"),
+        "{stderr}"
+    );
+    assert!(
+        !stderr.contains("orders.create") && !stderr.contains("pings"),
+        "only the changed policy is named: {stderr}"
+    );
+    assert!(out.stdout.is_empty(), "{}", text(&out.stdout));
+    // Nothing applied: the edit stands, `pings` was not made, nothing more audited.
+    let search = expect_status(
+        app.get("/api/v1/policies/search", &app.admin_token).await,
+        StatusCode::OK,
+    )
+    .await;
+    assert_eq!(
+        (search["rate"].as_f64(), search["max_permits"].as_i64()),
+        (Some(10.0), Some(7))
+    );
+    expect_problem(
+        app.get("/api/v1/policies/pings", &app.admin_token).await,
+        StatusCode::NOT_FOUND,
+    )
+    .await;
+    assert_eq!(app.audit("").await.len(), audited);
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -3,6 +3,7 @@
 
 mod helpers;
 
+mod accuracy;
 mod acquire;
 mod admin_api;
 mod algorithms;
@@ -13,5 +14,6 @@ mod lua;
 mod operations;
 mod outages;
 mod scopes;
+mod shadow_mode;
 mod store;
 mod sync;

@@ -190,6 +190,7 @@ async fn two_instances_side_by_side_do_not_fight() {
         apps: ",shop,".into(),
         enabled: true,
         scope: ratekeeper::domain::Scope::Global,
+        mode: ratekeeper::domain::Mode::Enforce,
     };
     assert!(
         !other.limiter.push_policy(&stale).await.unwrap(),

@@ -23,6 +23,8 @@ struct AppsPage {
     /// when Redis cannot be reached.
     activity: Option<Vec<(u64, u64)>>,
     can_create: bool,
+    /// Whether the user may change some application's policies (and so apply a file).
+    can_apply: bool,
     form: AppForm,
     errors: FormErrors,
 }
@@ -60,9 +62,12 @@ pub async fn list(
     let apps = state.control.list_apps(&signed_in.actor).await?;
     let slugs: Vec<&str> = apps.iter().map(|a| a.slug.as_str()).collect();
     let activity = state.control.apps_activity(&slugs).await;
+    let actor = &signed_in.actor;
+    let can_apply = actor.is_admin || !state.control.editable_apps(actor).await?.is_empty();
     render(&AppsPage {
         chrome: signed_in.chrome("apps").with_notice(&notice),
         can_create: signed_in.actor.is_admin,
+        can_apply,
         apps,
         activity,
         form: AppForm::default(),
@@ -94,6 +99,7 @@ pub async fn create(
     let page = AppsPage {
         chrome: signed_in.chrome("apps"),
         can_create: true,
+        can_apply: signed_in.actor.is_admin,
         apps,
         // A form sent back with its errors: the activity is not what the page is for.
         activity: None,

@@ -182,6 +182,8 @@ pub struct PolicyRow {
     pub allowed_apps: String,
     pub failure_mode: &'static str,
     pub enabled: bool,
+    /// In shadow mode: it denies no one (its would-be denials are on its page).
+    pub shadow: bool,
     pub version: i64,
     pub live: LiveCells,
     /// Permits available over capacity (0 = at its limit); 2 when unknown, so those sort
@@ -251,6 +253,7 @@ impl PolicyRow {
             allowed_apps: policy.allowed_apps.join(", "),
             failure_mode: friendly_name(policy.failure_mode.as_str()),
             enabled: policy.enabled,
+            shadow: policy.mode == crate::domain::Mode::Shadow,
             version: policy.version,
             live,
             fullness,

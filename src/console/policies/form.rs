@@ -43,6 +43,8 @@ pub struct PolicyForm {
     pub failure_mode: String,
     /// A checkbox: present when checked.
     pub enabled: Option<String>,
+    /// `enforce` or `shadow`; not sent (a form of an older page): unchanged.
+    pub mode: Option<String>,
     #[serde(default)]
     pub description: String,
     /// `global`, `per_app` or `per_key`; not sent: unchanged (a new policy's is global).
@@ -69,6 +71,7 @@ impl PolicyForm {
             allowed_apps: vec![owner_app.to_owned()],
             failure_mode: "closed".to_owned(),
             enabled: Some("on".to_owned()),
+            mode: Some("enforce".to_owned()),
             scope: Some("global".to_owned()),
             overrides: Some(String::new()),
             ..Self::default()
@@ -110,6 +113,7 @@ impl PolicyForm {
             allowed_apps: policy.allowed_apps.clone(),
             failure_mode: policy.failure_mode.as_str().to_owned(),
             enabled: policy.enabled.then(|| "on".to_owned()),
+            mode: Some(policy.mode.as_str().to_owned()),
             description: policy.description.clone(),
             scope: Some(policy.scope.as_str().to_owned()),
             overrides: Some(overrides_text::render(&policy.overrides)),
@@ -197,6 +201,7 @@ impl PolicyForm {
             allowed_apps: Some(self.allowed_slugs()),
             failure_mode: Some(self.failure_mode.clone()),
             enabled: Some(self.enabled.is_some()),
+            mode: self.mode.clone().filter(|m| !m.is_empty()),
             // Browsers send line breaks as CRLF; store them as typed.
             description: Some(self.description.replace("\r\n", "\n")),
             scope: self.scope.clone().filter(|s| !s.is_empty()),

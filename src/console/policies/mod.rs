@@ -175,6 +175,7 @@ impl PolicyFormPage {
             "lease_ttl_unit",
             "allowed_apps",
             "failure_mode",
+            "mode",
             "enabled",
             "description",
             "scope",

@@ -18,7 +18,7 @@ use crate::console::page::{Chrome, Notice};
 use crate::console::session::SignedIn;
 use crate::console::{render_status, see_other};
 use crate::control::{ControlError, OverrideView, PolicyView, TOP_SPANS, TopCallers};
-use crate::domain::Scope;
+use crate::domain::{Mode, Scope};
 use crate::limiter::CallerCount;
 use crate::state::AppState;
 
@@ -59,13 +59,17 @@ pub struct TopSpan {
 }
 
 impl TopSpan {
-    /// Denials first: the page is for finding who is being limited.
+    /// Denials first: the page is for finding who is being limited. Would-be denials (of
+    /// shadow mode) come first when there are any: they are what the page is for then.
     fn by_outcome(&self) -> Vec<(&'static str, &[CallerCount])> {
         self.top.as_ref().map_or(Vec::new(), |t| {
-            vec![
-                ("Most denied", &t.denied[..]),
-                ("Most granted", &t.granted[..]),
-            ]
+            let mut lists = Vec::with_capacity(3);
+            if !t.shadow_denied.is_empty() {
+                lists.push(("Would have been denied (shadow mode)", &t.shadow_denied[..]));
+            }
+            lists.push(("Most denied", &t.denied[..]));
+            lists.push(("Most granted", &t.granted[..]));
+            lists
         })
     }
 }
@@ -132,6 +136,12 @@ pub fn limit_status(current: f64, max_permits: i64) -> (&'static str, &'static s
 impl OverviewPage {
     fn keyed(&self) -> bool {
         self.policy.scope.is_keyed()
+    }
+
+    /// Whether to speak of shadow mode's would-be denials: the policy is in shadow mode,
+    /// or was while the charts were counting.
+    fn shadow_seen(&self) -> bool {
+        self.policy.mode == Mode::Shadow || self.charts.iter().any(|c| c.shadow_denied > 0)
     }
 
     /// What a caller of this policy is called on the page.
@@ -323,12 +333,13 @@ async fn load(
             TOP_SPANS
                 .iter()
                 .zip(l.top)
-                .map(|(&minutes, (granted, denied))| TopSpan {
+                .map(|(&minutes, top)| TopSpan {
                     minutes,
                     top: Some(TopCallers {
                         minutes,
-                        granted,
-                        denied,
+                        granted: top.granted,
+                        denied: top.denied,
+                        shadow_denied: top.shadow_denied,
                     }),
                 })
                 .collect(),

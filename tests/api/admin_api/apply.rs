@@ -4,11 +4,13 @@
 //! nothing (read back as the admin, with no audit event written).
 
 use reqwest::{Response, StatusCode};
+use secrecy::ExposeSecret;
 use serde_json::{Value, json};
 
 use super::{admin_reads, minimal_policy};
 use crate::helpers::*;
 use crate::on_every_backend;
+use crate::on_row_locking_backends;
 
 async fn apply(app: &TestApp, query: &str, token: &str, file: &str) -> Response {
     app.client
@@ -75,16 +77,7 @@ policies:
 async fn export_then_apply_changes_nothing(db: Db) {
     let app = spawn_app(db).await;
     shop_and_billing(&app).await;
-    let exported = app
-        .client
-        .get(app.url("/api/v1/export"))
-        .bearer_auth(&app.admin_token)
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let exported = app.export_as_admin("").await;
     let before = state_of(&app).await;
     let plan = expect_status(
         apply(
@@ -258,15 +251,7 @@ async fn a_stale_plan_applies_nothing(db: Db) {
     )
     .await;
     // Someone edits `search` in between.
-    let r = app
-        .send(
-            "PATCH",
-            "/api/v1/policies/search",
-            &app.admin_token,
-            Some(json!({"max_permits": 7})),
-        )
-        .await;
-    expect_status(r, StatusCode::OK).await;
+    app.edit_policy("search", json!({"max_permits": 7})).await;
     let before = state_of(&app).await;
     let query = format!("?plan_id={}", plan["plan_id"].as_str().unwrap());
     let problem = expect_problem(
@@ -362,4 +347,150 @@ async fn applied_changes_are_stored_audited_versioned_and_enforced(db: Db) {
 on_every_backend!(
     apply_takes_effect,
     applied_changes_are_stored_audited_versioned_and_enforced
+);
+
+/// shop's file setting each of `names` (in that order) to `max_permits`.
+fn policies_at(names: &[String], max_permits: i64) -> String {
+    let mut file = "app: shop\npolicies:\n".to_owned();
+    for name in names {
+        file.push_str(&format!(
+            "  - name: {name}\n    rate: 10\n    max_permits: {max_permits}\n"
+        ));
+    }
+    file
+}
+
+/// Two applies at once by two owners, both updating the same ten policies, listed in
+/// opposite orders (so that row locks taken in file order could deadlock): each answers
+/// 200 or 409, never a 5xx, at least one applies, and the policies end as one file left
+/// them, never a mix. By plan_id (as the CLI applies: both planned on the same state, so
+/// one plan is stale once the other applied) and without (both apply, one after the
+/// other).
+async fn overlapping_applies_end_as_one_file(db: Db) {
+    let app = spawn_app(db).await;
+    app.create_app("shop").await;
+    let names: Vec<String> = (0..10).map(|n| format!("p{n}")).collect();
+    for name in &names {
+        app.create_policy(minimal_policy(name, "shop")).await;
+    }
+    let reversed: Vec<String> = names.iter().rev().cloned().collect();
+    let tokens = [
+        app.create_user("olga", Some(("shop", "owner"))).await,
+        app.create_user("oscar", Some(("shop", "owner"))).await,
+    ];
+    for round in 0..12 {
+        let by_plan = round % 2 == 0;
+        let maxes = [100 + 2 * round, 101 + 2 * round];
+        let files = [
+            policies_at(&names, maxes[0]),
+            policies_at(&reversed, maxes[1]),
+        ];
+        let mut queries = [String::new(), String::new()];
+        if by_plan {
+            for (query, file) in queries.iter_mut().zip(&files) {
+                let plan = apply(&app, "?dry_run=true", &tokens[0], file).await;
+                let plan = expect_status(plan, StatusCode::OK).await;
+                *query = format!("?plan_id={}", plan["plan_id"].as_str().unwrap());
+            }
+        }
+        let (first, second) = tokio::join!(
+            apply(&app, &queries[0], &tokens[0], &files[0]),
+            apply(&app, &queries[1], &tokens[1], &files[1])
+        );
+        let mut applied = Vec::new();
+        for (response, max) in [(first, maxes[0]), (second, maxes[1])] {
+            let status = response.status();
+            let body = response.text().await.unwrap();
+            assert!(
+                status == StatusCode::OK || status == StatusCode::CONFLICT,
+                "round {round}: {status} {body}"
+            );
+            if status == StatusCode::OK {
+                applied.push(max);
+            }
+        }
+        assert!(!applied.is_empty(), "round {round}: neither applied");
+        if by_plan {
+            assert_eq!(applied.len(), 1, "round {round}: one plan is stale");
+        }
+        let policies = admin_reads(&app, "/api/v1/policies?app=shop").await;
+        let ends: Vec<i64> = policies
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["max_permits"].as_i64().unwrap())
+            .collect();
+        assert_eq!(ends.len(), names.len());
+        assert!(
+            ends.iter().all(|m| *m == ends[0]) && applied.contains(&ends[0]),
+            "round {round}: {ends:?}, applied {applied:?}"
+        );
+    }
+}
+on_every_backend!(apply_overlapping, overlapping_applies_end_as_one_file);
+
+/// An apply that the database aborts to break a deadlock is made again, from its plan:
+/// the caller sees 200 and the file's state, not the abort. The test holds `y` locked,
+/// the apply (of `x`, pruning `y`) locks `x` and waits for `y`, then the test asks for `x`:
+/// a deadlock. PostgreSQL aborts the apply (it has waited longer, so its check comes
+/// first) and the retry waits for the test's transaction to end; MariaDB may abort either,
+/// and the apply succeeds either way. Not on SQLite, whose one writer cannot deadlock.
+async fn an_apply_aborted_by_a_deadlock_is_made_again(db: Db) {
+    let app = spawn_app(db).await;
+    app.create_app("shop").await;
+    for name in ["x", "y"] {
+        app.create_policy(minimal_policy(name, "shop")).await;
+    }
+    let store = app.core().await.store;
+    let mut held = store.begin().await.unwrap();
+    held.policy_by_name_for_update("y").await.unwrap();
+    let file = "app: shop\npolicies:\n  - name: x\n    rate: 10\n    max_permits: 3\n";
+    let applying = tokio::spawn({
+        let (url, token) = (app.url("/api/v1/apply?prune=true"), app.admin_token.clone());
+        let client = app.client.clone();
+        async move {
+            let r = client.post(url).bearer_auth(token);
+            r.header("content-type", "application/yaml")
+                .body(file)
+                .send()
+                .await
+                .unwrap()
+        }
+    });
+    let url = app.settings.database_url.expose_secret().to_owned();
+    assert!(
+        lock_waits_reach(&url, db, 1).await,
+        "the apply never waited"
+    );
+    let crossed = held.policy_by_name_for_update("x").await;
+    if db == Db::Postgres {
+        assert!(
+            crossed.is_ok(),
+            "the apply was the one aborted: {crossed:?}"
+        );
+    }
+    drop(held);
+    let answer = applying.await.unwrap();
+    let plan = expect_status(answer, StatusCode::OK).await;
+    assert_eq!(
+        actions(&plan),
+        [
+            ("x".to_owned(), "update".to_owned()),
+            ("y".to_owned(), "delete".to_owned())
+        ]
+    );
+    assert_eq!(
+        admin_reads(&app, "/api/v1/policies/x").await["max_permits"],
+        3
+    );
+    expect_problem(
+        app.get("/api/v1/policies/y", &app.admin_token).await,
+        StatusCode::NOT_FOUND,
+    )
+    .await;
+}
+
+on_row_locking_backends!(
+    apply_after_a_deadlock,
+    an_apply_aborted_by_a_deadlock_is_made_again
 );

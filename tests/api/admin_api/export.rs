@@ -46,7 +46,7 @@ async fn every_kind_of_policy(app: &TestApp) {
     create_with_units(
         app,
         json!({"name": "reports/export", "owner_app": "shop", "algorithm": "fixed_window", "window_ms": 300_000,
-            "max_permits": 50, "scope": "per_app", "allowed_apps": ["shop", "billing"], "failure_mode": "open",
+            "max_permits": 50, "scope": "per_app", "allowed_apps": ["shop", "billing"], "failure_mode": "open", "mode": "shadow",
             "overrides": [{"match": "billing", "window_ms": 60_000}]}),
         units(None, Some(DurationUnit::Minute), None),
     )

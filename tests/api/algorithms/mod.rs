@@ -36,7 +36,7 @@ const ALGORITHMS: [&str; 6] = [
 const DAY_MS: i64 = 86_400_000;
 
 /// The fields every policy has in JSON, whatever its algorithm.
-const COMMON_FIELDS: [&str; 13] = [
+const COMMON_FIELDS: [&str; 14] = [
     "name",
     "owner_app",
     "algorithm",
@@ -44,6 +44,7 @@ const COMMON_FIELDS: [&str; 13] = [
     "allowed_apps",
     "failure_mode",
     "enabled",
+    "mode",
     "description",
     "scope",
     "overrides",

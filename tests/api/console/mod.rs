@@ -10,7 +10,8 @@
 //! `policy_page` (scope and overrides on the form, the policy's own page), `keys`,
 //! `users`, `account`, `audit`, `live_state`, `not_found` (unknown pages and names,
 //! static files), `lifecycle` (renaming and deleting an application, key expiry and
-//! rotation, access tokens), `post_redirect_get` and `last_owner`. The helpers below are shared by them.
+//! rotation, access tokens), `policy_files` (download, plan and apply a policy file),
+//! `post_redirect_get` and `last_owner`. The helpers below are shared by them.
 
 use ratekeeper::auth::Actor;
 use reqwest::StatusCode;
@@ -35,6 +36,7 @@ mod not_found;
 mod owner_changes;
 mod page_costs;
 mod policies;
+mod policy_files;
 mod policy_page;
 mod policy_table;
 mod policy_usage;
@@ -198,6 +200,15 @@ fn changes_to_shop(key_id: &str) -> Vec<(String, Vec<(&'static str, &'static str
         (
             "/policies/orders.create/reset".to_owned(),
             vec![("key", "x")],
+        ),
+        // A policy file emptying shop (prune), with a plan id as a dry run would give it.
+        (
+            "/policy-files/apply".to_owned(),
+            vec![
+                ("file", "app: shop\npolicies: []\n"),
+                ("prune", "true"),
+                ("plan_id", "0123456789ab"),
+            ],
         ),
     ]
 }

@@ -11,9 +11,11 @@ use serde_json::json;
 
 use crate::helpers::*;
 
-const PAGES: [&str; 14] = [
+const PAGES: [&str; 16] = [
     "/apps",
     "/apps/shop",
+    "/apps/shop/policies.yaml",
+    "/policy-files/apply",
     "/apps/shop/delete",
     "/apps/shop/live",
     "/policies/p0",

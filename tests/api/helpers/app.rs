@@ -36,6 +36,10 @@ pub async fn spawn_app(db: Db) -> TestApp {
 /// Starts the real server with these settings, on its own task.
 pub async fn spawn_app_with(settings: Settings) -> TestApp {
     ratekeeper::telemetry::init_tracing(false);
+    // reqwest is built with `rustls-no-provider` (Cargo.toml): the process names the
+    // crypto provider, as the CLI does, before the first client (the tests' and their
+    // browsers') is built. The first installation stays.
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let app = Application::build(settings.clone())
         .await
         .expect("the application builds");
@@ -159,6 +163,15 @@ impl TestApp {
         expect_status(r, StatusCode::CREATED).await
     }
 
+    /// Changes a policy's fields as the admin (`PATCH`); panics unless 200.
+    pub async fn edit_policy(&self, name: &str, changes: Value) -> Value {
+        let path = format!("/api/v1/policies/{name}");
+        let r = self
+            .send("PATCH", &path, &self.admin_token, Some(changes))
+            .await;
+        expect_status(r, StatusCode::OK).await
+    }
+
     /// A user with a personal access token; `role` in `app` when given.
     pub async fn create_user(&self, name: &str, membership: Option<(&str, &str)>) -> String {
         let core = self.core().await;
@@ -188,6 +201,15 @@ impl TestApp {
             .unwrap()
             .expose_secret()
             .to_owned()
+    }
+
+    /// The policy file `GET /api/v1/export{query}` writes, as the admin.
+    pub async fn export_as_admin(&self, query: &str) -> String {
+        self.get(&format!("/api/v1/export{query}"), &self.admin_token)
+            .await
+            .text()
+            .await
+            .expect("an export")
     }
 
     pub async fn acquire(&self, key: &str, resource: &str, permits: i64) -> Response {

@@ -5,19 +5,25 @@
 //! - `app`: the server on port 0 (`spawn_app`, `TestApp`) and its JSON API calls;
 //! - `html`: a console page (`Page`) and the forms on it, read as a browser reads them;
 //! - `browser`: a browser on the console (`Browser`), signing in and posting forms;
-//! - `processes`: servers of the test's own to take down (Redis, a cluster, a TCP proxy).
+//! - `processes`: servers of the test's own to take down (Redis, a cluster, a TCP proxy);
+//! - `tls_proxy`: a CA of the test's own and TLS terminated in front of the server;
+//! - `pausing_proxy`: an HTTP proxy that holds a request back until the test lets it go.
 
 mod app;
 mod browser;
 mod html;
+mod pausing_proxy;
 mod processes;
 mod services;
+mod tls_proxy;
 
 pub use app::*;
 pub use browser::*;
 pub use html::*;
+pub use pausing_proxy::*;
 pub use processes::*;
 pub use services::*;
+pub use tls_proxy::*;
 
 use std::time::{Duration, Instant};
 
@@ -38,24 +44,37 @@ where
     false
 }
 
+/// Runs one test body against each listed SQL backend, as separate tests named after
+/// them: `backend_tests!(name, body, sqlite: Sqlite, postgres: Postgres)`.
+#[macro_export]
+macro_rules! backend_tests {
+    ($name:ident, $body:path, $($test:ident: $db:ident),+) => {
+        mod $name {
+            use super::*;
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $test() {
+                    $body($crate::helpers::Db::$db).await
+                }
+            )+
+        }
+    };
+}
+
 /// Runs one test body against every SQL backend, as separate tests.
 #[macro_export]
 macro_rules! on_every_backend {
     ($name:ident, $body:path) => {
-        mod $name {
-            use super::*;
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn sqlite() {
-                $body($crate::helpers::Db::Sqlite).await
-            }
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn postgres() {
-                $body($crate::helpers::Db::Postgres).await
-            }
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn mysql() {
-                $body($crate::helpers::Db::MySql).await
-            }
-        }
+        $crate::backend_tests!($name, $body, sqlite: Sqlite, postgres: Postgres, mysql: MySql);
+    };
+}
+
+/// Runs one test body against the backends that lock rows (PostgreSQL and MariaDB), as
+/// separate tests: for what only row locks bring about, such as a deadlock, which SQLite's
+/// one writer at a time cannot.
+#[macro_export]
+macro_rules! on_row_locking_backends {
+    ($name:ident, $body:path) => {
+        $crate::backend_tests!($name, $body, postgres: Postgres, mysql: MySql);
     };
 }

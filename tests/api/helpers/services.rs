@@ -141,3 +141,41 @@ impl Drop for PrivateRedis {
         let _ = std::fs::remove_file(&self.socket);
     }
 }
+
+/// How many connections to this database wait for a row lock now, as the server itself
+/// reports it (never on SQLite, which has no such view: its writers wait for the one
+/// write lock inside SQLite, unseen from outside).
+async fn lock_waits(observer: &mut sqlx::AnyConnection, db: Db) -> i64 {
+    let query = match db {
+        Db::Postgres => {
+            "SELECT COUNT(*) FROM pg_stat_activity \
+             WHERE datname = current_database() AND wait_event_type = 'Lock'"
+        }
+        Db::MySql => {
+            "SELECT COUNT(*) FROM information_schema.innodb_trx t \
+             JOIN information_schema.processlist p ON p.id = t.trx_mysql_thread_id \
+             WHERE t.trx_state = 'LOCK WAIT' AND p.db = DATABASE()"
+        }
+        Db::Sqlite => unreachable!("SQLite shows no lock waits"),
+    };
+    sqlx::query_scalar(sqlx::AssertSqlSafe(query))
+        .fetch_one(observer)
+        .await
+        .unwrap()
+}
+
+/// Whether the server at `url` comes to report `count` connections waiting for a row
+/// lock, polled for at most 10 s. Not more often than every 250 ms: InnoDB refreshes what
+/// information_schema.innodb_trx shows only once it has not been read for 100 ms, so
+/// faster polling would keep reading a stale view.
+pub async fn lock_waits_reach(url: &str, db: Db, count: i64) -> bool {
+    let mut observer = sqlx::AnyConnection::connect(url).await.unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while lock_waits(&mut observer, db).await != count {
+        if Instant::now() > deadline {
+            return false;
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    true
+}

@@ -5,6 +5,7 @@
 //! (`state`).
 
 mod algorithms;
+mod batch;
 mod scripts;
 mod state;
 mod token_bucket;

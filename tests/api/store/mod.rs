@@ -67,6 +67,7 @@ fn spec(name: &str, owner: &str, rate: f64, max_permits: i64, allowed: &[&str]) 
         allowed_apps: slugs(allowed),
         failure_mode: FailureMode::Closed,
         enabled: true,
+        mode: ratekeeper::domain::Mode::Enforce,
         description: String::new(),
         scope: ratekeeper::domain::Scope::Global,
         overrides: Vec::new(),

@@ -1,12 +1,13 @@
-//! Transactions: a dropped one leaves nothing; two side by side both write, in order.
+//! Transactions: a dropped one leaves nothing; two side by side both write, in order; a
+//! deadlock aborts one of two, as an error worth retrying.
 
 use ratekeeper::domain::{MemberRole, Username};
-
-use std::time::{Duration, Instant};
+use ratekeeper::store::{StoreError, Tx};
 
 use super::{add_app, add_user, entry, filter, fresh_store, fresh_store_at, spec};
 use crate::helpers::*;
 use crate::on_every_backend;
+use crate::on_row_locking_backends;
 
 async fn a_transaction_dropped_without_commit_leaves_nothing(db: Db) {
     let store = fresh_store(db).await;
@@ -70,28 +71,6 @@ on_every_backend!(
     rollback,
     a_transaction_dropped_without_commit_leaves_nothing
 );
-
-/// How many connections to this database wait for a row lock now, as the server itself
-/// reports it (never on SQLite, which has no such view: its writers wait for the one
-/// write lock inside SQLite, unseen from outside).
-async fn lock_waits(observer: &mut sqlx::AnyConnection, db: Db) -> i64 {
-    let query = match db {
-        Db::Postgres => {
-            "SELECT COUNT(*) FROM pg_stat_activity \
-             WHERE datname = current_database() AND wait_event_type = 'Lock'"
-        }
-        Db::MySql => {
-            "SELECT COUNT(*) FROM information_schema.innodb_trx t \
-             JOIN information_schema.processlist p ON p.id = t.trx_mysql_thread_id \
-             WHERE t.trx_state = 'LOCK WAIT' AND p.db = DATABASE()"
-        }
-        Db::Sqlite => unreachable!("SQLite shows no lock waits"),
-    };
-    sqlx::query_scalar(sqlx::AssertSqlSafe(query))
-        .fetch_one(observer)
-        .await
-        .unwrap()
-}
 
 /// A transaction that has read may still write after another one committed meanwhile.
 ///
@@ -175,20 +154,10 @@ async fn a_locked_read_waits_for_the_change_before_it(db: Db) {
     });
 
     if db != Db::Sqlite {
-        let mut observer = <sqlx::AnyConnection as sqlx::Connection>::connect(&url)
-            .await
-            .unwrap();
-        // Polled until the server reports it, for at most 10 s. Not more often than every
-        // 250 ms: InnoDB refreshes what information_schema.innodb_trx shows only once it
-        // has not been read for 100 ms, so faster polling would keep reading a stale view.
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while lock_waits(&mut observer, db).await != 1 {
-            assert!(
-                Instant::now() < deadline,
-                "the second change never waited for the first's lock"
-            );
-            tokio::time::sleep(Duration::from_millis(250)).await;
-        }
+        assert!(
+            lock_waits_reach(&url, db, 1).await,
+            "the second change never waited for the first's lock"
+        );
         assert!(!second.is_finished(), "and has not got past it");
     }
 
@@ -211,3 +180,41 @@ async fn a_locked_read_waits_for_the_change_before_it(db: Db) {
 
 on_every_backend!(interleaved_writes, interleaved_transactions_both_write);
 on_every_backend!(locked_reads, a_locked_read_waits_for_the_change_before_it);
+
+/// Two transactions that each lock a row the other then asks for: the server breaks the
+/// deadlock by aborting one, which the store reports as `Aborted` (nothing of it saved,
+/// safe to run again), and the other goes on. Not on SQLite, whose one writer at a time
+/// cannot deadlock.
+async fn a_deadlock_aborts_one_transaction_as_retryable(db: Db) {
+    let store = fresh_store(db).await;
+    let mut tx = store.begin().await.unwrap();
+    // Of two applications: MariaDB's locking read locks the joined application's row too.
+    for (name, owner) in [("x", "shop"), ("y", "billing")] {
+        let app = add_app(&mut tx, owner).await;
+        tx.insert_policy(&app.id, &spec(name, owner, 1.0, 5, &[owner]))
+            .await
+            .unwrap();
+    }
+    tx.commit().await.unwrap();
+    let mut first = store.begin().await.unwrap();
+    first.policy_by_name_for_update("x").await.unwrap();
+    let mut second = store.begin().await.unwrap();
+    second.policy_by_name_for_update("y").await.unwrap();
+
+    // Each asks for the other's row; each ends (rolls back) as soon as it has an answer,
+    // so that the survivor's wait ends with the victim.
+    let cross = |mut tx: Tx, name: &'static str| async move {
+        let locked = tx.policy_by_name_for_update(name).await.map(|_| ());
+        drop(tx);
+        locked
+    };
+    let (a, b) = tokio::join!(cross(first, "y"), cross(second, "x"));
+    let aborted = [&a, &b]
+        .iter()
+        .filter(|r| matches!(r, Err(StoreError::Aborted(_))))
+        .count();
+    assert_eq!(aborted, 1, "{a:?} {b:?}");
+    assert!(a.is_ok() || b.is_ok(), "{a:?} {b:?}");
+}
+
+on_row_locking_backends!(deadlocks, a_deadlock_aborts_one_transaction_as_retryable);

@@ -1,0 +1,165 @@
+//! The reference points bench/acquire.sh measures ratekeeper against, served in the same
+//! run on the same machine, with the same HTTP stack (actix-web), Redis client and script:
+//!
+//! - `POST /noop`: parses the acquire body as ratekeeper's API does and answers a fixed
+//!   reply; nothing else. The ceiling of the HTTP layer for this request.
+//! - `POST /v1/acquire`: the same, plus one EVALSHA of ratekeeper's own token-bucket script
+//!   (`lua/token_bucket.lua`) on one policy hash, and the reply built from its answer. The
+//!   bare one-script-per-request handler: no API key, no snapshot, no counts, no headers.
+//!
+//! Each HTTP worker has its own Redis connection, as ratekeeper's do.
+//!
+//!     cargo run --release --example bare_acquire -- 127.0.0.1:9000 redis://127.0.0.1:6379 'rbare:{p}' bench
+//!
+//! Arguments: the address to listen on, the Redis URL, the policy hash to decide on (it is
+//! written at start with a limit never reached), and the application slug it allows.
+
+#![forbid(unsafe_code)]
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use actix_web::{App, HttpResponse, HttpServer, web};
+use ratekeeper::limiter::scripts::TOKEN_BUCKET;
+use redis::aio::ConnectionManager;
+use serde::{Deserialize, Serialize};
+
+/// The acquire body, read as strictly as ratekeeper reads it.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AcquireBody {
+    resource: String,
+    #[serde(default)]
+    permits: Option<i64>,
+    #[serde(default)]
+    key: Option<String>,
+}
+
+#[derive(Serialize)]
+struct Reply {
+    allowed: bool,
+    remaining: i64,
+    limit: i64,
+    retry_after_ms: i64,
+    reset_after_ms: i64,
+    policy_version: i64,
+}
+
+/// What every worker shares: the policy hash and the app, and the connections to pick from.
+struct Shared {
+    policy_key: String,
+    app: String,
+    connections: Vec<ConnectionManager>,
+    next: AtomicUsize,
+}
+
+async fn noop(body: web::Json<AcquireBody>) -> HttpResponse {
+    let body = body.into_inner();
+    // Touch the fields, so that reading them is not optimised away.
+    let permits = body.permits.unwrap_or(1) + body.key.map_or(0, |k| k.len() as i64);
+    HttpResponse::Ok().json(Reply {
+        allowed: !body.resource.is_empty(),
+        remaining: permits,
+        limit: 0,
+        retry_after_ms: 0,
+        reset_after_ms: 0,
+        policy_version: 0,
+    })
+}
+
+async fn acquire(
+    body: web::Json<AcquireBody>,
+    shared: web::Data<Arc<Shared>>,
+    conn: web::Data<ConnectionManager>,
+) -> HttpResponse {
+    let permits = body.permits.unwrap_or(1);
+    // A handle on this worker's connection (a clone shares it).
+    let mut conn = conn.get_ref().clone();
+    let reply: Result<Vec<i64>, _> = TOKEN_BUCKET
+        .key(&shared.policy_key)
+        .arg(permits)
+        .arg(&shared.app)
+        .invoke_async(&mut conn)
+        .await;
+    match reply.as_deref() {
+        Ok(
+            &[
+                code,
+                remaining,
+                retry_after_ms,
+                reset_after_ms,
+                limit,
+                policy_version,
+            ],
+        ) => {
+            let reply = Reply {
+                allowed: code == 1,
+                remaining,
+                limit,
+                retry_after_ms,
+                reset_after_ms,
+                policy_version,
+            };
+            if reply.allowed {
+                HttpResponse::Ok().json(reply)
+            } else {
+                HttpResponse::TooManyRequests().json(reply)
+            }
+        }
+        _ => HttpResponse::ServiceUnavailable().finish(),
+    }
+}
+
+#[actix_web::main]
+async fn main() -> std::io::Result<()> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let [listen, redis_url, policy_key, app] = args.as_slice() else {
+        eprintln!("usage: bare_acquire LISTEN_ADDR REDIS_URL POLICY_KEY APP");
+        std::process::exit(2);
+    };
+    let client = redis::Client::open(redis_url.as_str()).map_err(std::io::Error::other)?;
+    let workers = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let mut connections = Vec::with_capacity(workers);
+    for _ in 0..workers {
+        connections.push(
+            ConnectionManager::new(client.clone())
+                .await
+                .map_err(std::io::Error::other)?,
+        );
+    }
+    // A limit never reached: the measurement is of the path, not of denials.
+    let mut first = connections[0].clone();
+    let apps = format!(",{app},");
+    redis::cmd("HSET")
+        .arg(policy_key)
+        .arg(&[
+            ("max_permits", "1000000000"),
+            ("rate", "1000000"),
+            ("apps", apps.as_str()),
+            ("enabled", "1"),
+            ("version", "1"),
+            ("created_ms", "1"),
+        ])
+        .query_async::<()>(&mut first)
+        .await
+        .map_err(std::io::Error::other)?;
+    let shared = Arc::new(Shared {
+        policy_key: policy_key.clone(),
+        app: app.clone(),
+        connections,
+        next: AtomicUsize::new(0),
+    });
+    println!("bare_acquire listening on {listen}");
+    HttpServer::new(move || {
+        let i = shared.next.fetch_add(1, Ordering::Relaxed) % shared.connections.len();
+        App::new()
+            .app_data(web::Data::new(shared.clone()))
+            .app_data(web::Data::new(shared.connections[i].clone()))
+            .route("/noop", web::post().to(noop))
+            .route("/v1/acquire", web::post().to(acquire))
+    })
+    .workers(workers)
+    .bind(listen.as_str())?
+    .run()
+    .await
+}

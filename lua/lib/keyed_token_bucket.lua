@@ -1,0 +1,23 @@
+-- A keyed token bucket's stored state, shared by the keyed script (keyed/token_bucket.lua)
+-- and the batch script (token_bucket_batch.lua). Loaded ahead of them; it only defines.
+-- State: a string of two little-endian doubles, tokens and the ms of the last write,
+-- expiring when the bucket would be full again (a bucket that is gone starts full).
+--
+-- load_keyed_token_bucket(raw)  the GET reply -> tokens, last (nil, nil: a new bucket)
+-- store_keyed_token_bucket(key, state, reset_after_ms)  writes {tokens, last}, or deletes
+--   the key when the bucket is full again at once (nothing worth keeping)
+local function load_keyed_token_bucket(raw)
+  if raw and #raw == 16 then
+    return struct.unpack('<d<d', raw)
+  end
+  return nil, nil
+end
+
+local function store_keyed_token_bucket(key, state, reset_after_ms)
+  if reset_after_ms <= 0 then
+    redis.call('DEL', key)
+  else
+    redis.call('SET', key, struct.pack('<d<d', state[1], state[2]), 'PX',
+      string.format('%d', reset_after_ms + 1))
+  end
+end

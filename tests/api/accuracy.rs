@@ -1,0 +1,95 @@
+//! Exactness across instances, with acquires batched (src/limiter/batch.rs): three
+//! instances on one database and one Redis, 64 clients hammering one token-bucket policy
+//! through all three over HTTP. Counted on Redis' own clock, from the bucket as it stood
+//! before the load to its last grant: the clients were granted what the bucket held plus
+//! what the rate refilled, minus what it holds at the end: never more (over-admission),
+//! and never more than 1% less (a grant taken from the bucket that no client received, or
+//! refill lost to a full bucket while clients were asking). The capacity is large next to
+//! the rate, so that only a stall of seconds could fill the bucket up.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use reqwest::StatusCode;
+
+use crate::helpers::*;
+
+const CLIENTS: usize = 64;
+const HAMMER: Duration = Duration::from_millis(2500);
+const CAPACITY: f64 = 1000.0;
+const RATE: f64 = 200.0;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_instances_grant_exactly_what_the_bucket_holds() {
+    let first = spawn_app(Db::Sqlite).await;
+    let key = first
+        .shop_with_policy("checkout", RATE, CAPACITY as i64)
+        .await;
+    let mut instances = vec![first];
+    for _ in 0..2 {
+        instances.push(spawn_app_with(instances[0].settings.clone()).await);
+    }
+    // Every instance knows the key and the policy (its first grant starts the bucket).
+    for app in &instances[1..] {
+        let known = eventually(Duration::from_secs(10), || async {
+            app.acquire(&key, "checkout", 1).await.status() == StatusCode::OK
+        })
+        .await;
+        assert!(known, "an instance learned of the key and the policy");
+    }
+    let bucket = instances[0].policy_key("checkout");
+    let instances = Arc::new(instances);
+    let state = |field: &'static str| {
+        let (instances, bucket) = (instances.clone(), bucket.clone());
+        async move {
+            let value = instances[0].redis_field(&bucket, field).await.unwrap();
+            value.parse::<f64>().unwrap()
+        }
+    };
+    // From here on every grant is counted: the bucket as it stands, and its time.
+    let (start_tokens, start_ms) = (state("curr_permits").await, state("last_mill_second").await);
+
+    let key = Arc::new(key);
+    let granted = Arc::new(AtomicU64::new(0));
+    let denied = Arc::new(AtomicU64::new(0));
+    let until = Instant::now() + HAMMER;
+    let clients: Vec<_> = (0..CLIENTS)
+        .map(|i| {
+            let (instances, key) = (instances.clone(), key.clone());
+            let (granted, denied) = (granted.clone(), denied.clone());
+            tokio::spawn(async move {
+                let app = &instances[i % instances.len()];
+                while Instant::now() < until {
+                    let reply = app.acquire(&key, "checkout", 1).await;
+                    match reply.status() {
+                        StatusCode::OK => granted.fetch_add(1, Ordering::Relaxed),
+                        StatusCode::TOO_MANY_REQUESTS => denied.fetch_add(1, Ordering::Relaxed),
+                        other => panic!("{other}: {}", reply.text().await.unwrap()),
+                    };
+                }
+            })
+        })
+        .collect();
+    for client in clients {
+        client.await.unwrap();
+    }
+    let granted = granted.load(Ordering::Relaxed) as f64;
+    let (end_tokens, end_ms) = (state("curr_permits").await, state("last_mill_second").await);
+    let refilled = (end_ms - start_ms) * RATE / 1000.0;
+    let given = start_tokens + refilled - end_tokens;
+    let asked = granted + denied.load(Ordering::Relaxed) as f64;
+    assert!(
+        granted <= given + 1e-6,
+        "over-admitted: {granted} granted, the bucket gave {given:.3} over {:.0} ms",
+        end_ms - start_ms
+    );
+    assert!(
+        granted >= 0.99 * given,
+        "under-admitted: {granted} granted, the bucket gave {given:.3}"
+    );
+    assert!(
+        asked > start_tokens + refilled,
+        "the clients asked for more than the bucket could give: {asked} asked"
+    );
+}

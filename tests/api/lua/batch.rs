@@ -1,0 +1,257 @@
+//! Batched acquires (src/limiter/batch.rs, lua/token_bucket_batch.lua): acquires that
+//! wait together go as one call, and each gets the answer the single script would have
+//! given it in the same order: the same decision and remaining permits, the same times up
+//! to the milliseconds between the single calls.
+
+use std::time::{Duration, Instant};
+
+use futures_util::future::join_all;
+use prometheus::IntCounter;
+use ratekeeper::domain::{
+    Algorithm, AppSlug, FailureMode, MaxPermits, Mode, Permits, PolicyName, PolicySpec, Rate, Scope,
+};
+use ratekeeper::limiter::{
+    AcquireOutcome, Batcher, BucketLimits, KeyedBucket, Limiter, PolicyConfig,
+};
+
+use crate::helpers::{random_suffix, redis_url};
+
+fn slug(s: &str) -> AppSlug {
+    AppSlug::parse(s).unwrap()
+}
+
+/// A policy of shop's, open to shop only.
+fn policy(name: &str, algorithm: Algorithm, max_permits: i64) -> PolicySpec {
+    PolicySpec {
+        name: PolicyName::parse(name).unwrap(),
+        owner_app: slug("shop"),
+        algorithm,
+        rate: (algorithm == Algorithm::TokenBucket)
+            .then(|| Rate::parse_field("rate", 0.001).unwrap()),
+        max_permits: MaxPermits::parse_field("max_permits", max_permits).unwrap(),
+        window_ms: (algorithm == Algorithm::FixedWindow)
+            .then(|| ratekeeper::domain::Millis::parse_field("window_ms", 3_600_000).unwrap()),
+        lease_ttl_ms: None,
+        allowed_apps: vec![slug("shop")],
+        failure_mode: FailureMode::Closed,
+        enabled: true,
+        mode: Mode::Enforce,
+        description: String::new(),
+        scope: Scope::Global,
+        overrides: Vec::new(),
+        units: Default::default(),
+    }
+}
+
+/// The policies both limiters hold: plain, disabled, shadow, another app's, another
+/// algorithm's (the batch redirects it to its own script).
+fn policies() -> Vec<PolicyConfig> {
+    let mut disabled = policy("disabled", Algorithm::TokenBucket, 3);
+    disabled.enabled = false;
+    let mut shadow = policy("shadow", Algorithm::TokenBucket, 2);
+    shadow.mode = Mode::Shadow;
+    let mut theirs = policy("theirs", Algorithm::TokenBucket, 5);
+    theirs.allowed_apps = vec![slug("other")];
+    let mut per_key = policy("per.key", Algorithm::TokenBucket, 3);
+    per_key.scope = Scope::PerKey;
+    let mut per_key_shadow = policy("per.key.shadow", Algorithm::TokenBucket, 1);
+    per_key_shadow.scope = Scope::PerKey;
+    per_key_shadow.mode = Mode::Shadow;
+    [
+        per_key,
+        per_key_shadow,
+        policy("hot", Algorithm::TokenBucket, 5),
+        policy("cold", Algorithm::TokenBucket, 2),
+        disabled,
+        shadow,
+        theirs,
+        policy("windowed", Algorithm::FixedWindow, 2),
+    ]
+    .iter()
+    .map(|spec| PolicyConfig::new(spec, 1, 1))
+    .collect()
+}
+
+/// The acquires, in arrival order: (policy, permits, app), and a caller's key for the
+/// keyed policies.
+const REQUESTS: [(&str, i64, &str); 29] = [
+    ("per.key:ann", 1, "shop"),
+    ("per.key:ann", 2, "shop"),
+    ("per.key:bob", 4, "shop"), // above max_permits
+    ("per.key.shadow:ann", 1, "shop"),
+    ("per.key:ann", 1, "shop"),        // denied: 0 left
+    ("per.key.shadow:ann", 1, "shop"), // would deny
+    ("per.key:bob", 3, "shop"),
+    ("per.key:bob", 1, "shop"), // denied
+    ("per.key:cat", 1, "shop"),
+    ("hot", 1, "shop"),
+    ("cold", 1, "shop"),
+    ("hot", 2, "shop"),
+    ("shadow", 1, "shop"),
+    ("hot", 9, "shop"), // above max_permits
+    ("disabled", 3, "shop"),
+    ("shadow", 2, "shop"), // would deny: 1 left
+    ("theirs", 1, "shop"), // shop not allowed
+    ("hot", 2, "shop"),
+    ("missing", 1, "shop"), // no such policy
+    ("windowed", 1, "shop"),
+    ("cold", 2, "shop"), // denied: 1 left
+    ("hot", 1, "shop"),  // denied: 0 left
+    ("shadow", 1, "shop"),
+    ("windowed", 1, "shop"),
+    ("cold", 1, "shop"),
+    ("windowed", 1, "shop"), // denied
+    ("disabled", 1, "shop"),
+    ("shadow", 1, "shop"), // would deny
+    ("cold", 1, "shop"),   // denied
+];
+
+/// "policy:caller" names a keyed policy's caller: its config and the caller.
+fn keyed<'a>(configs: &'a [PolicyConfig], name: &'a str) -> Option<(&'a PolicyConfig, &'a str)> {
+    let (policy, caller) = name.split_once(':')?;
+    Some((configs.iter().find(|c| c.name.as_str() == policy)?, caller))
+}
+
+fn bucket_of<'a>(config: &'a PolicyConfig, caller: &'a str) -> KeyedBucket<'a> {
+    KeyedBucket {
+        policy: config,
+        caller,
+        limits: BucketLimits::of(config),
+    }
+}
+
+async fn limiter_with_policies(calls: &IntCounter) -> (Limiter, String) {
+    let prefix = format!("rktest-batch-{}", random_suffix());
+    let limiter = Limiter::new(&redis_url(), &prefix, Duration::from_secs(5))
+        .unwrap()
+        .counting_into(calls.clone());
+    for config in policies() {
+        assert!(limiter.push_policy(&config).await.unwrap());
+    }
+    (limiter, prefix)
+}
+
+/// The outcome's exact part, and its two times. The single calls run apart (by
+/// milliseconds, or by hundreds of them on a loaded machine) while the batch decides at one
+/// instant, and a rate of 0.001/s turns each of those milliseconds into a millisecond of
+/// waiting: the times may differ by at most the single calls' span.
+fn comparable(outcome: &AcquireOutcome) -> (String, i64, i64) {
+    match *outcome {
+        AcquireOutcome::Decided {
+            decision,
+            remaining,
+            retry_after_ms,
+            reset_after_ms,
+            limit,
+            version,
+            lease,
+            algorithm,
+        } => (
+            format!(
+                "{decision:?} remaining {remaining} limit {limit} v{version} lease {} \
+                 {algorithm:?}",
+                lease.is_some()
+            ),
+            retry_after_ms,
+            reset_after_ms,
+        ),
+        ref other => (format!("{other:?}"), 0, 0),
+    }
+}
+
+#[tokio::test]
+async fn a_batch_answers_each_acquire_as_the_single_script_in_that_order() {
+    let single_calls = IntCounter::new("single", "calls").unwrap();
+    let (single, single_prefix) = limiter_with_policies(&single_calls).await;
+    let configs = policies();
+    let mut expected = Vec::new();
+    let single_started = Instant::now();
+    for (name, permits, app) in REQUESTS {
+        let permits = Permits::parse(permits).unwrap();
+        let outcome = match keyed(&configs, name) {
+            Some((config, caller)) => {
+                let bucket = bucket_of(config, caller);
+                single.acquire_keyed(&bucket, permits, &slug(app)).await
+            }
+            None => {
+                let name = PolicyName::parse(name).unwrap();
+                (single.acquire(&name, Algorithm::TokenBucket, permits, &slug(app))).await
+            }
+        };
+        expected.push(comparable(&outcome.unwrap()));
+    }
+    // Rounded up, and one more for the whole milliseconds the scripts' replies carry.
+    let single_span_ms = single_started.elapsed().as_millis() as u64 + 2;
+
+    let batch_calls = IntCounter::new("batch", "calls").unwrap();
+    let (batched, batch_prefix) = limiter_with_policies(&batch_calls).await;
+    let pushes = batch_calls.get();
+    let batcher = Batcher::new(batched);
+    // On this one-thread runtime every acquire is queued before the batcher's task first
+    // runs: they all wait together, as acquires do while a call is in flight.
+    let names: Vec<PolicyName> = REQUESTS
+        .iter()
+        .map(|(name, ..)| PolicyName::parse(name.split(':').next().unwrap()).unwrap())
+        .collect();
+    let apps: Vec<AppSlug> = REQUESTS.iter().map(|(.., app)| slug(app)).collect();
+    let buckets: Vec<Option<KeyedBucket<'_>>> = REQUESTS
+        .iter()
+        .map(|(name, ..)| keyed(&configs, name).map(|(config, caller)| bucket_of(config, caller)))
+        .collect();
+    let outcomes = join_all(REQUESTS.iter().enumerate().map(|(i, (_, permits, _))| {
+        let permits = Permits::parse(*permits).unwrap();
+        let (batcher, name, app, bucket) = (&batcher, &names[i], &apps[i], &buckets[i]);
+        async move {
+            match bucket {
+                Some(bucket) => {
+                    batcher
+                        .acquire_keyed_token_bucket(bucket, permits, app)
+                        .await
+                }
+                None => batcher.acquire_token_bucket(name, permits, app).await,
+            }
+        }
+    }))
+    .await;
+    let got: Vec<(String, i64, i64)> = outcomes
+        .iter()
+        .map(|o| comparable(o.as_ref().unwrap()))
+        .collect();
+    for (i, (want, got)) in expected.iter().zip(&got).enumerate() {
+        assert_eq!(want.0, got.0, "request {i}: {:?}", REQUESTS[i]);
+        for (what, want, got) in [("retry", want.1, got.1), ("reset", want.2, got.2)] {
+            assert!(
+                want.abs_diff(got) <= single_span_ms,
+                "request {i} {:?}: {what} after {got} ms, the single script said {want} ms \
+                 (the single calls took {single_span_ms} ms)",
+                REQUESTS[i]
+            );
+        }
+    }
+    // One call for the batch, and one per acquire of the fixed-window policy (the batch
+    // answers that it uses another algorithm, and its own script decides it).
+    let windowed = REQUESTS.iter().filter(|(n, ..)| *n == "windowed").count() as u64;
+    assert_eq!(batch_calls.get() - pushes, 1 + windowed);
+
+    for prefix in [single_prefix, batch_prefix] {
+        delete_keys(&prefix).await;
+    }
+}
+
+/// Every key under `prefix`.
+async fn delete_keys(prefix: &str) {
+    let client = redis::Client::open(redis_url()).unwrap();
+    let mut conn = client.get_multiplexed_async_connection().await.unwrap();
+    let keys: Vec<String> = redis::cmd("KEYS")
+        .arg(format!("{prefix}:*"))
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    if !keys.is_empty() {
+        let _: () = redis::cmd("DEL")
+            .arg(keys)
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+    }
+}
