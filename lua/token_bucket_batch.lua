@@ -6,8 +6,8 @@
 -- policy, keyed/token_bucket.lua's).
 --
 -- KEYS[i]  request i's policy hash (global) or caller's bucket (keyed)
--- ARGV     6 per request i, from ARGV[6i-5]:
---            "g", permits, app slug, "", "", ""                 a global policy
+-- ARGV     per request i, in order, as many as its kind takes:
+--            "g", permits, app slug                             a global policy
 --            "k", permits, max_permits, rate, enabled, version  a keyed bucket (the config
 --                                                               from the instance, as
 --                                                               keyed/common.lua takes it)
@@ -16,16 +16,17 @@
 --
 -- One clock reading for the whole batch. A bucket asked for many times is read once and
 -- written once (the requests after the first see what those before them took), so a hot
--- bucket costs one read and one write per batch, not per request.
+-- bucket costs one read and one write per batch, not per request. Redis runs this for
+-- every request of a batch: it allocates no table per request beyond the decision's own.
 local now = redis_now_ms()
 local hashes = {}   -- global: key -> HMGET reply, kept up to date
-local keyed = {}    -- keyed: key -> {tokens, last}
-local pending = {}  -- key -> {kind, state, reset_after_ms} to write at the end
-local touched = {}
+local keyed = {}    -- keyed: key -> {tokens, last, reset_after_ms}
+local touched = {}  -- keys whose state is to be written at the end, in first-touch order
 local out = {}
+local n = 0         -- integers in out
+local a = 1         -- the first argument of request i
 for i = 1, #KEYS do
   local key = KEYS[i]
-  local a = 6 * i - 5
   local permits = tonumber(ARGV[a + 1])
   local reply, state
   if ARGV[a] == 'g' then
@@ -35,7 +36,12 @@ for i = 1, #KEYS do
       hashes[key] = h
     end
     reply, state = token_bucket_global(h, permits, ARGV[a + 2], now)
+    a = a + 3
     if state then
+      if not h.touched then
+        h.touched = true
+        touched[#touched + 1] = key
+      end
       h[6], h[7] = state[1], state[2]
     end
   else
@@ -53,26 +59,25 @@ for i = 1, #KEYS do
         permits, ARGV[a + 4] ~= '0')
       reply[5], reply[6] = max_permits, version
       if state then
-        b[1], b[2] = state[1], state[2]
+        if not b[3] then
+          touched[#touched + 1] = key
+        end
+        b[1], b[2], b[3] = state[1], state[2], reply[4]
       end
     end
+    a = a + 6
   end
-  if state then
-    if not pending[key] then
-      touched[#touched + 1] = key
-    end
-    pending[key] = {ARGV[a], state, reply[4]}
-  end
-  for j = 1, 6 do
-    out[#out + 1] = reply[j]
-  end
+  out[n + 1], out[n + 2], out[n + 3] = reply[1], reply[2], reply[3]
+  out[n + 4], out[n + 5], out[n + 6] = reply[4], reply[5], reply[6]
+  n = n + 6
 end
 for _, key in ipairs(touched) do
-  local p = pending[key]
-  if p[1] == 'g' then
-    store_token_bucket(key, p[2])
+  local h = hashes[key]
+  if h then
+    store_token_bucket(key, {h[6], h[7]})
   else
-    store_keyed_token_bucket(key, p[2], p[3])
+    local b = keyed[key]
+    store_keyed_token_bucket(key, {b[1], b[2]}, b[3])
   end
 end
 return out

@@ -10,6 +10,15 @@
 -- denied (nothing consumed), 2 granted unenforced (nothing consumed), and the state to
 -- store {tokens, last}, or nil when nothing is to be written (a denial writes nothing:
 -- refill is a function of time).
+-- Times in replies are capped at 10^15 ms (some 31,700 years): a slow rate with a large
+-- capacity could otherwise yield more ms than an integer reply holds.
+local function token_bucket_ms_until(amount, rate)
+  if amount <= 0 then
+    return 0
+  end
+  return math.min(math.ceil(amount * 1000 / rate), 1e15)
+end
+
 local function token_bucket_decide(tokens, last, max_permits, rate, now, permits, enabled)
   if not tokens or not last then
     tokens = max_permits
@@ -26,17 +35,8 @@ local function token_bucket_decide(tokens, last, max_permits, rate, now, permits
     tokens = max_permits
   end
 
-  -- Times in replies are capped at 10^15 ms (some 31,700 years): a slow rate with a large
-  -- capacity could otherwise yield more ms than an integer reply holds.
-  local function ms_until(amount)
-    if amount <= 0 then
-      return 0
-    end
-    return math.min(math.ceil(amount * 1000 / rate), 1e15)
-  end
-
   if not enabled then
-    return {2, math.floor(tokens), 0, ms_until(max_permits - tokens)}, nil
+    return {2, math.floor(tokens), 0, token_bucket_ms_until(max_permits - tokens, rate)}, nil
   end
   -- A hair of tolerance so that float rounding never denies a permit that is due.
   local EPSILON = 1e-9
@@ -45,10 +45,10 @@ local function token_bucket_decide(tokens, last, max_permits, rate, now, permits
     if tokens < 0 then
       tokens = 0
     end
-    return {1, math.floor(tokens + EPSILON), 0, ms_until(max_permits - tokens)},
+    return {1, math.floor(tokens + EPSILON), 0, token_bucket_ms_until(max_permits - tokens, rate)},
       {tokens, last}
   end
-  return {-1, math.floor(tokens + EPSILON), ms_until(permits - tokens),
-    ms_until(max_permits - tokens)}, nil
+  return {-1, math.floor(tokens + EPSILON), token_bucket_ms_until(permits - tokens, rate),
+    token_bucket_ms_until(max_permits - tokens, rate)}, nil
 end
 

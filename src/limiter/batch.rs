@@ -206,11 +206,7 @@ impl Limiter {
                 for job in jobs {
                     many.key(&job.key);
                     match &job.kind {
-                        Kind::Global { app } => many
-                            .arg("g")
-                            .arg(job.permits)
-                            .arg(app.as_str())
-                            .arg(&["", "", ""][..]),
+                        Kind::Global { app } => many.arg("g").arg(job.permits).arg(app.as_str()),
                         Kind::Keyed {
                             max_permits,
                             rate,
