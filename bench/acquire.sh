@@ -38,6 +38,10 @@
 # BENCH_KEYED_POLICY (see KEYED_POLICY), BENCH_BARE_BIN (target/release/examples/bare_acquire).
 set -euo pipefail
 export LC_ALL=C # '.' decimals in awk, one sort order for sort and comm
+# The script's own stdout and stderr, for cleanup: a trap runs inside the redirections of
+# the command it interrupted (a wrk run writing to its output file), and cleanup's
+# messages belong where the caller sees them.
+exec {OUT_FD}>&1 {ERR_FD}>&2
 
 SCRIPT_DIR=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(cd -- "$SCRIPT_DIR/.." && pwd)
@@ -193,6 +197,7 @@ cleanup() {
     local rc=$?
     set +e
     trap - EXIT INT TERM
+    exec 1>&"$OUT_FD" 2>&"$ERR_FD"
     stop_child
     stop_server
     stop_bare
