@@ -3,40 +3,51 @@
 #
 # Builds the release binary, starts a private Redis and a private ratekeeper on loopback
 # (free ports, temporary SQLite database), creates an admin, a token, an application, an
-# API key and 10,000 + 3 policies through the CLI and the admin JSON API, then runs:
+# API key and 10,000 + 4 policies through the CLI and the admin JSON API, then runs, in
+# rounds (BENCH_ROUNDS, 3: every scenario of round 1, then of round 2, ...):
 #   a) wrk: granted acquires on one hot policy
-#   f) wrk: granted acquires on one per_key policy, spread over 100,000 keys (a bucket
-#      each; bench/acquire_keyed.lua), right after a) for a fair comparison
+#   f) wrk: granted acquires on one per_key policy over 100,000 keys (a bucket each;
+#      bench/acquire_keyed.lua), walked in order, each round going on where the last
+#      stopped, so the distinct keys seen are counted; right after a) for a fair comparison
 #   g) wrk: the same over 1,000 keys (the top-callers sets' memory at both sizes)
 #   b) wrk: granted acquires spread over 10,000 policies (bench/acquire_many.lua)
 #   c) wrk: GET /healthz of the same server, the no-op HTTP ceiling
 #   d) wrk: a denied flood on a policy of 1 permit per second (nearly all 429)
-#   e) redis-benchmark: EVALSHA of lua/token_bucket.lua (with lua/lib/token_bucket.lua)
-#      straight against Redis
 #   h) wrk: POST /noop of examples/bare_acquire.rs, built beside the server: the same body
 #      parsed by the same HTTP stack, and a fixed reply (the no-op ceiling of this request)
 #   i) wrk: POST /v1/acquire of the same example: parse, one EVALSHA of the same token
 #      bucket script, reply (the bare one-script-per-request handler)
-# then the Redis memory of the keyed buckets (MEMORY USAGE of a sample) and of the top
-# callers' sets, and examples/top_keys_memory.rs (one worker's sketch for 1,000 to
-# 1,000,000 distinct callers), and prints a table with the ratios of the budget in
-# bench/README.md, also written to bench/results/<timestamp>.txt. It is a benchmark, not a test: it asserts nothing about
-# time and exits non-zero only when the setup fails.
+# and once, after the rounds:
+#   e) redis-benchmark: EVALSHA of lua/token_bucket.lua (with lua/lib/token_bucket.lua)
+#      straight against Redis
+# In round 1 only: the Redis memory around f and b, of the keyed buckets (MEMORY USAGE of
+# a sample) and of the top callers' sets; the server's VmRSS and VmHWM after each
+# scenario (also at start-up, once the policies are in Redis, and at the end). Then
+# examples/top_keys_memory.rs (one worker's sketch for 1,000 to 1,000,000 distinct
+# callers), and a table of the rounds' medians with the ratios of the budget in
+# bench/README.md, also written to bench/results/<timestamp>.txt with wrk's raw output of
+# every round. It is a benchmark, not a test: it asserts nothing about time and exits
+# non-zero only when the setup fails.
 #
-# Knobs (environment): BENCH_DURATION (10s), BENCH_SKIP_BUILD (0), BENCH_WARMUP (2s, 0 to
-# skip), BENCH_CONNECTIONS (64), BENCH_THREADS (2), BENCH_POLICIES (10000),
-# BENCH_CREATE_PARALLEL (8), BENCH_REDIS_REQUESTS (200000), BENCH_BIN
-# (target/release/ratekeeper), BENCH_KEEP_TMP (0; 1 keeps the temporary directory),
-# BENCH_POLICY (the JSON fields of the granted scenarios' policies; see HUGE_POLICY),
-# BENCH_KEYS (100000: the keys of scenario f), BENCH_KEYED_POLICY (see KEYED_POLICY),
-# BENCH_BARE_BIN (target/release/examples/bare_acquire).
+# Knobs (environment): BENCH_DURATION (10s), BENCH_ROUNDS (3), BENCH_SKIP_BUILD (0),
+# BENCH_WARMUP (2s, 0 to skip; once, before round 1), BENCH_CONNECTIONS (64),
+# BENCH_THREADS (2), BENCH_POLICIES (10000), BENCH_CREATE_PARALLEL (8),
+# BENCH_REDIS_REQUESTS (200000), BENCH_BIN (target/release/ratekeeper), BENCH_KEEP_TMP (0;
+# 1 keeps the temporary directory), BENCH_POLICY (the JSON fields of the granted
+# scenarios' policies; see HUGE_POLICY), BENCH_KEYS (100000: the keys of scenario f),
+# BENCH_KEYED_POLICY (see KEYED_POLICY), BENCH_BARE_BIN (target/release/examples/bare_acquire).
 set -euo pipefail
 export LC_ALL=C # '.' decimals in awk, one sort order for sort and comm
+# The script's own stdout and stderr, for cleanup: a trap runs inside the redirections of
+# the command it interrupted (a wrk run writing to its output file), and cleanup's
+# messages belong where the caller sees them.
+exec {OUT_FD}>&1 {ERR_FD}>&2
 
 SCRIPT_DIR=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(cd -- "$SCRIPT_DIR/.." && pwd)
 
 DURATION=${BENCH_DURATION:-10s}
+ROUNDS=${BENCH_ROUNDS:-3}
 WARMUP=${BENCH_WARMUP:-2s}
 SKIP_BUILD=${BENCH_SKIP_BUILD:-0}
 CONNECTIONS=${BENCH_CONNECTIONS:-64}
@@ -79,10 +90,11 @@ die() {
 [[ $# -eq 0 ]] || die "no arguments; use the BENCH_* environment variables (see the header)"
 [[ $DURATION =~ ^[1-9][0-9]*[smh]?$ ]] || die "BENCH_DURATION must look like 10s, 1m or 30 (got '$DURATION')"
 [[ $WARMUP =~ ^[0-9]+[smh]?$ ]] || die "BENCH_WARMUP must look like 2s or 0 (got '$WARMUP')"
-for knob in CONNECTIONS THREADS POLICIES CREATE_PARALLEL RB_REQUESTS KEYS; do
+for knob in ROUNDS CONNECTIONS THREADS POLICIES CREATE_PARALLEL RB_REQUESTS KEYS; do
     [[ ${!knob} =~ ^[1-9][0-9]*$ ]] || die "BENCH_$knob must be a positive integer (got '${!knob}')"
 done
 ((CONNECTIONS >= THREADS)) || die "BENCH_CONNECTIONS must be at least BENCH_THREADS"
+((KEYS >= THREADS && FEW_KEYS >= THREADS)) || die "BENCH_KEYS must be at least BENCH_THREADS (each thread walks its own keys)"
 ((BASH_VERSINFO[0] >= 4)) || die "bash 4 or newer needed"
 
 # Seconds of a wrk duration (10s, 2m, 1h, 30).
@@ -185,6 +197,7 @@ cleanup() {
     local rc=$?
     set +e
     trap - EXIT INT TERM
+    exec 1>&"$OUT_FD" 2>&"$ERR_FD"
     stop_child
     stop_server
     stop_bare
@@ -405,6 +418,19 @@ until [[ $(curl -s -o /dev/null -w '%{http_code}' --max-time 2 "$BASE/healthz" |
 done
 log "ratekeeper is up after $(seconds_since "$start") s"
 
+# The server's memory: VmRSS (resident now) and VmHWM (the peak so far) of its process,
+# in kB as /proc gives them, at a few points of the run, for the report.
+MEM_POINTS=() MEM_RSS=() MEM_HWM=()
+record_server_memory() { # LABEL
+    local rss=n/a hwm=n/a status=/proc/$SERVER_PID/status
+    if [[ -r $status ]]; then
+        read -r rss hwm < <(awk '$1 == "VmRSS:" { r = $2 } $1 == "VmHWM:" { h = $2 }
+            END { print (r == "" ? "n/a" : r), (h == "" ? "n/a" : h) }' "$status" 2>/dev/null) || true
+    fi
+    MEM_POINTS+=("$1") MEM_RSS+=("${rss:-n/a}") MEM_HWM+=("${hwm:-n/a}")
+}
+record_server_memory "start-up done"
+
 # ---------------------------------------------------------------------------------------
 # Admin JSON API
 
@@ -529,6 +555,7 @@ done
 SYNCED_S=$(seconds_since "$start")
 log "$IN_REDIS policy keys in Redis $SYNCED_S s after the first POST"
 
+record_server_memory "the $POLICIES policies in Redis"
 MEM_AFTER=$(redis_used_memory)
 MEM_KEY_CONFIG=$(rcli MEMORY USAGE "$PREFIX:{p1}" || true)
 DBSIZE=$(rcli DBSIZE || true)
@@ -564,10 +591,24 @@ wait_granted users probe
 wait_granted few probe
 
 # ---------------------------------------------------------------------------------------
-# wrk scenarios
+# wrk scenarios, in rounds
 
+# Results per run under NAME.ROUND (hot.1, hot.2, ...); after the rounds, per NAME, the
+# medians of the rounds (req/s, p50, p99) and their sums (non-2xx, requests, errors).
 declare -A RPS P50 P99 NON2XX REQS SOCKERR
 WRK_TIMEOUT=$(($(duration_s "$DURATION") + 60))
+SCENARIOS=(hot keyed few many ceiling denied noop bare)
+declare -A LABEL=(
+    [hot]="a) acquire, 1 hot policy"
+    [keyed]="f) acquire, per_key, $KEYS keys"
+    [few]="g) acquire, per_key, $FEW_KEYS keys"
+    [many]="b) acquire, $POLICIES policies"
+    [ceiling]="c) GET /healthz (ceiling)"
+    [denied]="d) acquire, denied flood"
+    [redis]="e) redis-benchmark EVALSHA"
+    [noop]="h) reference: parse only"
+    [bare]="i) reference: parse + EVALSHA"
+)
 
 # parse_wrk NAME FILE: Requests/sec, 50% and 99% latency (ms), non-2xx, total, socket errors.
 parse_wrk() {
@@ -597,10 +638,12 @@ parse_wrk() {
     NON2XX[$name]=$non REQS[$name]=$req SOCKERR[$name]=$se
 }
 
-# run_wrk NAME DURATION URL [wrk options...] [-- script arguments...]
+# run_wrk NAME ROUND DURATION URL [wrk options...] [-- script arguments...]: the results
+# go to the arrays under NAME.ROUND, wrk's output to $TMP/wrk-NAME.ROUND.txt. Round 0 is
+# the warm-up; round 1 also records the server's memory after each scenario.
 run_wrk() {
-    local name=$1 dur=$2 url=$3
-    shift 3
+    local name=$1 round=$2 dur=$3 url=$4
+    shift 4
     local opts=() script_args=()
     while (($# > 0)); do
         if [[ $1 == -- ]]; then
@@ -611,53 +654,103 @@ run_wrk() {
         opts+=("$1")
         shift
     done
-    local out=$TMP/wrk-$name.txt
-    log "wrk $name: $THREADS threads, $CONNECTIONS connections, $dur"
+    local out=$TMP/wrk-$name.$round.txt what="round $round of $ROUNDS"
+    ((round > 0)) || what=warm-up
+    log "wrk $name ($what): $THREADS threads, $CONNECTIONS connections, $dur"
     # wrk wants the URL after its options and before `--` and the script's arguments.
     if interruptible timeout -k 5 "$WRK_TIMEOUT" wrk -t "$THREADS" -c "$CONNECTIONS" -d "$dur" --latency \
         "${opts[@]}" "$url" -- "${script_args[@]}" >"$out" 2>&1; then
-        parse_wrk "$name" "$out"
+        parse_wrk "$name.$round" "$out"
     else
         log "WARNING: wrk $name failed:"
         tail -n 20 "$out" >&2 || true
-        RPS[$name]=n/a P50[$name]=n/a P99[$name]=n/a NON2XX[$name]=n/a REQS[$name]=n/a SOCKERR[$name]=n/a
+        RPS[$name.$round]=n/a P50[$name.$round]=n/a P99[$name.$round]=n/a
+        NON2XX[$name.$round]=n/a REQS[$name.$round]=n/a SOCKERR[$name.$round]=n/a
     fi
     server_alive || die_server "ratekeeper died during wrk $name"
+    if ((round == 1)); then
+        record_server_memory "after ${LABEL[$name]}, round 1"
+    fi
 }
 
-AUTH=(-H "Authorization: Bearer $KEY")
-LOAD_AT=$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo n/a)
+# The keyed scenarios walk their keys (bench/acquire_keyed.lua): each wrk thread its own
+# share, in order, from where it stopped in the round before. Per NAME.THREAD: the next
+# position (WALK_NEXT), the keys handed out in all rounds so far (WALK_DONE) and the size
+# of the share (WALK_SHARE); per NAME.ROUND, the keys handed out in that round (WALKED).
+declare -A WALK_NEXT WALK_DONE WALK_SHARE WALKED WALK_LOST
+walk_starts() { # NAME -> each thread's start position, comma-separated
+    local t starts=
+    for ((t = 0; t < THREADS; t++)); do
+        starts+="${starts:+,}${WALK_NEXT[$1.$t]:-0}"
+    done
+    echo "$starts"
+}
+note_walk() { # NAME ROUND: read the walk lines of that round's wrk output
+    local t share walked next threads=0
+    WALKED[$1.$2]=0
+    while read -r t share walked next; do
+        WALK_NEXT[$1.$t]=$next WALK_SHARE[$1.$t]=$share
+        WALK_DONE[$1.$t]=$((${WALK_DONE[$1.$t]:-0} + walked))
+        WALKED[$1.$2]=$((${WALKED[$1.$2]} + walked))
+        threads=$((threads + 1))
+    done < <(sed -n 's/^walk thread=\([0-9]*\) share=\([0-9]*\) walked=\([0-9]*\) next=\([0-9]*\)$/\1 \2 \3 \4/p' \
+        "$TMP/wrk-$1.$2.txt")
+    if ((threads != THREADS)); then
+        log "WARNING: wrk $1 round $2 reported the walk of $threads of $THREADS threads; its keys seen are unknown"
+        WALK_LOST[$1]=1 WALKED[$1.$2]=n/a
+    fi
+}
+keys_seen() { # NAME -> the distinct keys handed out in all rounds, or n/a
+    [[ -z ${WALK_LOST[$1]:-} ]] || { echo n/a; return 0; }
+    local t handed share seen=0
+    for ((t = 0; t < THREADS; t++)); do
+        handed=${WALK_DONE[$1.$t]:-0} share=${WALK_SHARE[$1.$t]:-0}
+        seen=$((seen + (handed < share ? handed : share)))
+    done
+    echo "$seen"
+}
+keys_walked() { # NAME -> the keys handed out in all rounds, duplicates included, or n/a
+    [[ -z ${WALK_LOST[$1]:-} ]] || { echo n/a; return 0; }
+    local t walked=0
+    for ((t = 0; t < THREADS; t++)); do
+        walked=$((walked + ${WALK_DONE[$1.$t]:-0}))
+    done
+    echo "$walked"
+}
+run_keyed() { # NAME ROUND RESOURCE KEYS PREFIX
+    run_wrk "$1" "$2" "$DURATION" "$BASE/v1/acquire" "${AUTH[@]}" -s "$SCRIPT_DIR/acquire_keyed.lua" \
+        -- "$3" "$4" "$5" "$(walk_starts "$1")"
+    note_walk "$1" "$2"
+}
 
-if [[ $(duration_s "$WARMUP") -gt 0 ]]; then
-    run_wrk warmup "$WARMUP" "$BASE/v1/acquire" "${AUTH[@]}" -s "$SCRIPT_DIR/acquire_one.lua" -- hot 1
-fi
-run_wrk hot "$DURATION" "$BASE/v1/acquire" "${AUTH[@]}" -s "$SCRIPT_DIR/acquire_one.lua" -- hot 1
-MEM_BEFORE_KEYED=$(redis_used_memory)
-run_wrk keyed "$DURATION" "$BASE/v1/acquire" "${AUTH[@]}" -s "$SCRIPT_DIR/acquire_keyed.lua" -- users "$KEYS" u
-MEM_AFTER_KEYED=$(redis_used_memory)
-KEYED_BUCKETS=$(count_keyed_buckets)
-run_wrk few "$DURATION" "$BASE/v1/acquire" "${AUTH[@]}" -s "$SCRIPT_DIR/acquire_keyed.lua" -- few "$FEW_KEYS" f
-run_wrk many "$DURATION" "$BASE/v1/acquire" "${AUTH[@]}" -s "$SCRIPT_DIR/acquire_many.lua" -- "$POLICIES" p
-MEM_AFTER_LOAD=$(redis_used_memory)
-MEM_KEY_STATE=$(rcli MEMORY USAGE "$PREFIX:{p1}" || true)
-run_wrk ceiling "$DURATION" "$BASE/healthz"
-run_wrk denied "$DURATION" "$BASE/v1/acquire" "${AUTH[@]}" -s "$SCRIPT_DIR/acquire_one.lua" -- tight 1
-SAMPLE_DENIED_CODE=$(acquire_once tight)
-SAMPLE_DENIED=$(head -c 400 "$TMP/acquire.out")
+# Round 1's one-off readings of the keyed buckets' and the top callers' memory.
+read_keyed_and_top_memory() {
+    read -r KEYED_MEM_MEAN KEYED_MEM_SAMPLE <<<"$(keyed_memory_usage 1000) "
+    KEYED_MEM_PER_BUCKET=$(awk -v a="$MEM_BEFORE_KEYED" -v b="$MEM_AFTER_KEYED" -v n="$KEYED_BUCKETS" 'BEGIN {
+        if (a !~ /^[0-9]+$/ || b !~ /^[0-9]+$/ || n + 0 == 0) { print "n/a"; exit }
+        printf "%.0f", (b - a) / n }')
+    # The flusher adds each instance's counts to Redis every couple of seconds.
+    local deadline=$((SECONDS + 15))
+    until [[ $(top_sets few) != "0 "* && $(top_sets users) != "0 "* ]]; do
+        ((SECONDS < deadline)) || { log "WARNING: no top callers' sets in Redis after 15 s"; break; }
+        sleep 0.5
+    done
+    read -r TOP_USERS_SETS TOP_USERS_CARD TOP_USERS_BYTES <<<"$(top_sets users)"
+    read -r TOP_FEW_SETS TOP_FEW_CARD TOP_FEW_BYTES <<<"$(top_sets few)"
+    TOP_USERS_DENIED=$(curl -sS --max-time 5 -H "Authorization: Bearer $TOKEN" \
+        "$BASE/api/v1/policies/users/top?minutes=5" 2>>"$TMP/curl.log" | head -c 300 || true)
+}
 
-# ---------------------------------------------------------------------------------------
-# The reference handlers (examples/bare_acquire.rs), on the same Redis, ratekeeper idle
-
-for name in noop bare; do
-    RPS[$name]=n/a P50[$name]=n/a P99[$name]=n/a NON2XX[$name]=n/a REQS[$name]=n/a SOCKERR[$name]=n/a
-done
-if [[ -x $BARE_BIN ]]; then
+# The reference handlers (examples/bare_acquire.rs), on the same Redis: started once, idle
+# while ratekeeper runs its scenarios, and ratekeeper idle while they run theirs.
+BARE_UP=0
+start_bare() {
     BARE_PORT=$(find_free_port $((HTTP_PORT + 1))) || die "no free port for bare_acquire"
     BARE_BASE=http://127.0.0.1:$BARE_PORT
     "$BARE_BIN" "127.0.0.1:$BARE_PORT" "redis://127.0.0.1:$REDIS_PORT" "$BARE_KEY" "$APP" \
         >"$TMP/bare.log" 2>&1 &
     BARE_PID=$!
-    deadline=$((SECONDS + 30))
+    local deadline=$((SECONDS + 30))
     until [[ $(curl -s -o /dev/null -w '%{http_code}' --max-time 2 -X POST \
         -H 'Content-Type: application/json' -d '{"resource":"hot"}' "$BARE_BASE/v1/acquire" ||
         true) == 200 ]]; do
@@ -665,12 +758,56 @@ if [[ -x $BARE_BIN ]]; then
         ((SECONDS < deadline)) || die "bare_acquire did not answer 200 within 30 s"
         sleep 0.2
     done
-    run_wrk noop "$DURATION" "$BARE_BASE/noop" -s "$SCRIPT_DIR/acquire_one.lua" -- hot 1
-    run_wrk bare "$DURATION" "$BARE_BASE/v1/acquire" -s "$SCRIPT_DIR/acquire_one.lua" -- hot 1
-    stop_bare
+    BARE_UP=1
+}
+
+run_round() { # ROUND
+    local round=$1
+    run_wrk hot "$round" "$DURATION" "$BASE/v1/acquire" "${AUTH[@]}" -s "$SCRIPT_DIR/acquire_one.lua" -- hot 1
+    if ((round == 1)); then
+        MEM_BEFORE_KEYED=$(redis_used_memory)
+    fi
+    run_keyed keyed "$round" users "$KEYS" u
+    if ((round == 1)); then
+        MEM_AFTER_KEYED=$(redis_used_memory)
+        KEYED_BUCKETS=$(count_keyed_buckets)
+    fi
+    run_keyed few "$round" few "$FEW_KEYS" f
+    run_wrk many "$round" "$DURATION" "$BASE/v1/acquire" "${AUTH[@]}" -s "$SCRIPT_DIR/acquire_many.lua" -- "$POLICIES" p
+    if ((round == 1)); then
+        MEM_AFTER_LOAD=$(redis_used_memory)
+        MEM_KEY_STATE=$(rcli MEMORY USAGE "$PREFIX:{p1}" || true)
+    fi
+    run_wrk ceiling "$round" "$DURATION" "$BASE/healthz"
+    run_wrk denied "$round" "$DURATION" "$BASE/v1/acquire" "${AUTH[@]}" -s "$SCRIPT_DIR/acquire_one.lua" -- tight 1
+    if ((round == 1)); then
+        SAMPLE_DENIED_CODE=$(acquire_once tight)
+        SAMPLE_DENIED=$(head -c 400 "$TMP/acquire.out")
+    fi
+    if ((BARE_UP)); then
+        run_wrk noop "$round" "$DURATION" "$BARE_BASE/noop" -s "$SCRIPT_DIR/acquire_one.lua" -- hot 1
+        run_wrk bare "$round" "$DURATION" "$BARE_BASE/v1/acquire" -s "$SCRIPT_DIR/acquire_one.lua" -- hot 1
+    fi
+    if ((round == 1)); then
+        read_keyed_and_top_memory
+    fi
+}
+
+AUTH=(-H "Authorization: Bearer $KEY")
+LOAD_AT=$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo n/a)
+
+if [[ -x $BARE_BIN ]]; then
+    start_bare
 else
     log "WARNING: no $BARE_BIN (cargo build --release --example bare_acquire): scenarios h and i skipped"
 fi
+if [[ $(duration_s "$WARMUP") -gt 0 ]]; then
+    run_wrk warmup 0 "$WARMUP" "$BASE/v1/acquire" "${AUTH[@]}" -s "$SCRIPT_DIR/acquire_one.lua" -- hot 1
+fi
+for ((round = 1; round <= ROUNDS; round++)); do
+    run_round "$round"
+done
+stop_bare
 
 # ---------------------------------------------------------------------------------------
 # redis-benchmark: the same Lua, straight against the same Redis
@@ -702,22 +839,9 @@ RB_AFTER=$(rcli EVALSHA "$SHA" 1 "$RB_KEY" 1 "$APP" 2>&1 | awk 'NR == 1' || true
 [[ $RB_AFTER == 1 ]] || log "WARNING: after redis-benchmark, EVALSHA on $RB_KEY answers code '$RB_AFTER'"
 
 # ---------------------------------------------------------------------------------------
-# Keyed buckets and top callers: memory
+# One worker's top-callers sketch
 
-read -r KEYED_MEM_MEAN KEYED_MEM_SAMPLE <<<"$(keyed_memory_usage 1000) "
-KEYED_MEM_PER_BUCKET=$(awk -v a="$MEM_BEFORE_KEYED" -v b="$MEM_AFTER_KEYED" -v n="$KEYED_BUCKETS" 'BEGIN {
-    if (a !~ /^[0-9]+$/ || b !~ /^[0-9]+$/ || n + 0 == 0) { print "n/a"; exit }
-    printf "%.0f", (b - a) / n }')
-# The flusher adds each instance's counts to Redis every couple of seconds.
-deadline=$((SECONDS + 15))
-until [[ $(top_sets few) != "0 "* && $(top_sets users) != "0 "* ]]; do
-    ((SECONDS < deadline)) || { log "WARNING: no top callers' sets in Redis after 15 s"; break; }
-    sleep 0.5
-done
-read -r TOP_USERS_SETS TOP_USERS_CARD TOP_USERS_BYTES <<<"$(top_sets users)"
-read -r TOP_FEW_SETS TOP_FEW_CARD TOP_FEW_BYTES <<<"$(top_sets few)"
-TOP_USERS_DENIED=$(curl -sS --max-time 5 -H "Authorization: Bearer $TOKEN" \
-    "$BASE/api/v1/policies/users/top?minutes=5" 2>>"$TMP/curl.log" | head -c 300 || true)
+record_server_memory "the end"
 SKETCH_EXAMPLE=$ROOT/target/release/examples/top_keys_memory
 if [[ -x $SKETCH_EXAMPLE ]]; then
     SKETCH_TABLE=$(timeout 300 "$SKETCH_EXAMPLE" 2>&1 || echo "top_keys_memory failed")
@@ -745,6 +869,46 @@ per_policy() { # BEFORE AFTER -> bytes per policy
         printf "%.0f", (b - a) / n }'
 }
 fmt_rps() { awk -v v="$1" 'BEGIN { if (v ~ /^[0-9.]+$/) printf "%.0f", v; else print v }'; }
+median() { # VALUES... -> the median of the numeric ones (n/a if none)
+    printf '%s\n' "$@" | awk '$1 ~ /^[0-9.]+$/' | sort -g | awk '{ v[NR] = $1 }
+        END {
+            if (NR == 0) print "n/a"
+            else if (NR % 2) print v[(NR + 1) / 2]
+            else printf "%.3f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2
+        }'
+}
+total() { # VALUES... -> the sum of the numeric ones (n/a if none)
+    printf '%s\n' "$@" | awk '$1 ~ /^[0-9]+$/ { sum += $1; n++ } END { print (n ? sum : "n/a") }'
+}
+mb() { # KB -> MB (10^6 bytes) with one decimal, or n/a
+    awk -v k="$1" 'BEGIN { if (k ~ /^[0-9]+$/) printf "%.1f", k * 1024 / 1e6; else print "n/a" }'
+}
+
+# Each scenario's rounds: the median req/s, p50 and p99 (each of its own column), the
+# non-2xx, requests and socket errors of all rounds together, each round's req/s.
+declare -A ROUND_RPS
+for name in "${SCENARIOS[@]}"; do
+    rps=() p50=() p99=() non=() reqs=() errs=()
+    for ((round = 1; round <= ROUNDS; round++)); do
+        rps+=("${RPS[$name.$round]:-n/a}") p50+=("${P50[$name.$round]:-n/a}")
+        p99+=("${P99[$name.$round]:-n/a}") non+=("${NON2XX[$name.$round]:-n/a}")
+        reqs+=("${REQS[$name.$round]:-n/a}") errs+=("${SOCKERR[$name.$round]:-n/a}")
+    done
+    RPS[$name]=$(median "${rps[@]}") P50[$name]=$(median "${p50[@]}") P99[$name]=$(median "${p99[@]}")
+    NON2XX[$name]=$(total "${non[@]}") REQS[$name]=$(total "${reqs[@]}") SOCKERR[$name]=$(total "${errs[@]}")
+    ROUND_RPS[$name]=$(for v in "${rps[@]}"; do printf ' %9s' "$(fmt_rps "$v")"; done)
+done
+KEYS_SEEN=$(keys_seen keyed)
+KEYS_WALKED=$(keys_walked keyed)
+
+# The memory target: the server's RSS once it holds the policies and has seen the keys,
+# that is at the end (its peak beside it), judged only on a run of the target's size.
+END_RSS=${MEM_RSS[-1]} END_HWM=${MEM_HWM[-1]}
+if ((POLICIES >= 100000)) && [[ $KEYS_SEEN =~ ^[0-9]+$ ]] && ((KEYS_SEEN >= 1000000)); then
+    RSS_VERDICT="$(mb "$END_RSS") MB at the end (peak $(mb "$END_HWM") MB): $(verdict "$(mb "$END_RSS")" le 100)"
+else
+    RSS_VERDICT="not measured at this size ($POLICIES policies, $KEYS_SEEN distinct keys seen)"
+fi
 
 R_HOT=$(ratio "${RPS[hot]}" "${RPS[ceiling]}")
 R_KEYED=$(ratio "${RPS[keyed]}" "${RPS[hot]}")
@@ -778,22 +942,20 @@ REPORT=$TMP/report.txt
     echo "git:         $GIT_REV"
     echo "machine:     $(nproc 2>/dev/null || echo '?') cores, $(uname -sr), load average before load: $LOAD_AT"
     echo "tools:       $(wrk -v 2>&1 | awk 'NR == 1 { print $1, $2 }'), $(redis-server --version | awk '{ print $1, $2, $3 }')"
-    echo "settings:    wrk -t$THREADS -c$CONNECTIONS -d$DURATION --latency (warm-up $WARMUP); redis-benchmark -c$CONNECTIONS -n$RB_REQUESTS"
+    echo "settings:    wrk -t$THREADS -c$CONNECTIONS -d$DURATION --latency, $ROUNDS round(s) (warm-up $WARMUP); redis-benchmark -c$CONNECTIONS -n$RB_REQUESTS, once"
     echo
+    echo "medians of $ROUNDS round(s) (req/s, p50 and p99 each the median of its own column);"
+    echo "non-2xx, requests and socket errors of all rounds together; e) is one run"
     printf '%-32s %10s %9s %9s %9s %10s %8s\n' scenario "req/s" "p50 ms" "p99 ms" non-2xx requests "sockerr"
-    row() { # NAME LABEL
-        printf '%-32s %10s %9s %9s %9s %10s %8s\n' "$2" "$(fmt_rps "${RPS[$1]}")" "${P50[$1]}" \
-            "${P99[$1]}" "${NON2XX[$1]}" "${REQS[$1]}" "${SOCKERR[$1]}"
-    }
-    row hot "a) acquire, 1 hot policy"
-    row keyed "f) acquire, per_key, $KEYS keys"
-    row few "g) acquire, per_key, $FEW_KEYS keys"
-    row many "b) acquire, $POLICIES policies"
-    row ceiling "c) GET /healthz (ceiling)"
-    row denied "d) acquire, denied flood"
-    row redis "e) redis-benchmark EVALSHA"
-    row noop "h) reference: parse only"
-    row bare "i) reference: parse + EVALSHA"
+    for name in hot keyed few many ceiling denied redis noop bare; do
+        printf '%-32s %10s %9s %9s %9s %10s %8s\n' "${LABEL[$name]}" "$(fmt_rps "${RPS[$name]}")" \
+            "${P50[$name]}" "${P99[$name]}" "${NON2XX[$name]}" "${REQS[$name]}" "${SOCKERR[$name]}"
+    done
+    echo
+    echo "req/s of each round, in order:"
+    for name in "${SCENARIOS[@]}"; do
+        printf '  %-30s%s\n' "${LABEL[$name]}" "${ROUND_RPS[$name]}"
+    done
     echo
     echo "ratios (targets of bench/README.md; informational, nothing is asserted):"
     printf '  %-28s %6s   target >= 0.55, p99 <= 4 ms: %s / %s\n' "hot / ceiling" "$R_HOT" \
@@ -839,7 +1001,9 @@ REPORT=$TMP/report.txt
     echo "  MEMORY USAGE $PREFIX:{p1}: ${MEM_KEY_CONFIG:-n/a} (config only), ${MEM_KEY_STATE:-n/a} (after scenario b)"
     echo
     echo "Keyed buckets (target: MEMORY USAGE <= 120 bytes each):"
-    echo "  $KEYED_BUCKETS buckets in Redis after scenario f ($KEYS keys drawn at random)"
+    echo "  $KEYED_BUCKETS buckets in Redis after round 1's scenario f, which handed out ${WALKED[keyed.1]:-n/a} keys"
+    echo "    walking its $KEYS in order (the probes of users and few add 2)"
+    echo "  distinct keys seen by f in all rounds: $KEYS_SEEN of $KEYS ($KEYS_WALKED handed out by wrk, ${REQS[keyed]} answered)"
     echo "  MEMORY USAGE, mean of ${KEYED_MEM_SAMPLE:-0} buckets: ${KEYED_MEM_MEAN:-n/a} bytes: $(verdict "${KEYED_MEM_MEAN:-n/a}" le 120)"
     echo "  used_memory grew by $KEYED_MEM_PER_BUCKET bytes per bucket during f (with Redis's key table; includes client buffers)"
     echo
@@ -849,6 +1013,14 @@ REPORT=$TMP/report.txt
     echo "  GET /api/v1/policies/users/top?minutes=5: $TOP_USERS_DENIED"
     echo "  one worker's sketch (examples/top_keys_memory.rs):"
     printf '%s\n' "$SKETCH_TABLE" | sed 's/^/    /'
+    echo
+    echo "Server memory (ratekeeper's VmRSS, resident now, and VmHWM, the peak so far; MB of 10^6 bytes):"
+    printf '  %-58s %8s %8s\n' point "RSS MB" "peak MB"
+    for ((i = 0; i < ${#MEM_POINTS[@]}; i++)); do
+        printf '  %-58s %8s %8s\n' "${MEM_POINTS[$i]}" "$(mb "${MEM_RSS[$i]}")" "$(mb "${MEM_HWM[$i]}")"
+    done
+    echo "  target RSS <= 100 MB with 100,000 policies and 1,000,000 distinct keys seen:"
+    echo "    $RSS_VERDICT"
     echo
     echo "sample replies:"
     echo "  granted: 200 $SAMPLE_GRANTED"
@@ -862,10 +1034,16 @@ RESULT_FILE=$RESULTS_DIR/$STAMP.txt
     cat "$REPORT"
     echo
     echo "raw wrk output:"
-    for name in warmup hot keyed few many ceiling denied noop bare; do
-        [[ -f $TMP/wrk-$name.txt ]] || continue
-        echo "--- $name"
-        cat "$TMP/wrk-$name.txt"
+    if [[ -f $TMP/wrk-warmup.0.txt ]]; then
+        echo "--- warm-up"
+        cat "$TMP/wrk-warmup.0.txt"
+    fi
+    for ((round = 1; round <= ROUNDS; round++)); do
+        for name in "${SCENARIOS[@]}"; do
+            [[ -f $TMP/wrk-$name.$round.txt ]] || continue
+            echo "--- $name, round $round"
+            cat "$TMP/wrk-$name.$round.txt"
+        done
     done
     echo "--- redis-benchmark"
     cat "$TMP/redis-benchmark.csv" 2>/dev/null || true
