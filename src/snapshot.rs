@@ -1,8 +1,14 @@
 //! In-memory copies of what the acquire path needs from SQL (live API keys, each policy's
 //! configuration), so that path never queries SQL. The sync task replaces them
 //! whole; readers take an `Arc` without locking.
+//!
+//! A policy is held once: the map is a set of entries found by their own name (no second
+//! copy of the name as a key), and the config the sync task pushes to Redis is the entry's
+//! own `Arc`. An instance with 100,000 policies holds each in a few hundred bytes.
 
-use std::collections::HashMap;
+use std::borrow::Borrow;
+use std::collections::{HashMap, HashSet};
+use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
 
@@ -30,12 +36,12 @@ pub struct KeyEntry {
 /// what Redis should hold, to put it back when Redis has lost it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PolicyEntry {
-    /// The policy as Redis should hold it.
-    pub config: PolicyConfig,
+    /// The policy as Redis should hold it, shared with the sync task's list of them. Its
+    /// `apps` (",a,b,") are the allowed applications.
+    pub config: Arc<PolicyConfig>,
     pub failure_mode: FailureMode,
     /// Whose policy it is: the console's per-application activity adds its counts there.
     pub owner_app: AppSlug,
-    pub allowed_apps: Vec<AppSlug>,
     /// A keyed policy's other limits, by caller (app slug or key).
     pub overrides: HashMap<String, BucketLimits>,
 }
@@ -49,7 +55,11 @@ impl KeyEntry {
 
 impl PolicyEntry {
     pub fn of(record: &PolicyRecord) -> Self {
-        let config = PolicyConfig::new(&record.spec, record.created_ms, record.version);
+        let config = Arc::new(PolicyConfig::new(
+            &record.spec,
+            record.created_ms,
+            record.version,
+        ));
         let base = BucketLimits::of(&config);
         let overrides = record
             .spec
@@ -69,7 +79,6 @@ impl PolicyEntry {
             config,
             failure_mode: record.spec.failure_mode,
             owner_app: record.spec.owner_app.clone(),
-            allowed_apps: record.spec.allowed_apps.clone(),
             overrides,
         }
     }
@@ -86,8 +95,11 @@ impl PolicyEntry {
             .unwrap_or_else(|| BucketLimits::of(&self.config))
     }
 
+    /// Whether `app` may acquire: exact, since slugs never contain the commas around each.
     pub fn allows(&self, app: &AppSlug) -> bool {
-        self.allowed_apps.contains(app)
+        let (apps, app) = (self.config.apps.as_bytes(), app.as_str().as_bytes());
+        apps.windows(app.len() + 2)
+            .any(|w| w[0] == b',' && w[w.len() - 1] == b',' && &w[1..w.len() - 1] == app)
     }
 
     pub fn max_permits(&self) -> i64 {
@@ -103,10 +115,41 @@ impl PolicyEntry {
     }
 }
 
+/// A policy in the set, found by its name.
+#[derive(Clone)]
+struct ByName(Arc<PolicyEntry>);
+
+impl ByName {
+    fn of(record: &PolicyRecord) -> Self {
+        Self(Arc::new(PolicyEntry::of(record)))
+    }
+}
+
+impl Borrow<str> for ByName {
+    fn borrow(&self) -> &str {
+        self.0.config.name.as_str()
+    }
+}
+
+// Hash and Eq by the name alone, as `Borrow<str>` requires.
+impl Hash for ByName {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.0.config.name.as_str().hash(state);
+    }
+}
+
+impl PartialEq for ByName {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.config.name == other.0.config.name
+    }
+}
+
+impl Eq for ByName {}
+
 #[derive(Default)]
 pub struct Snapshot {
     keys: ArcSwap<HashMap<String, Arc<KeyEntry>>>,
-    policies: ArcSwap<HashMap<String, Arc<PolicyEntry>>>,
+    policies: ArcSwap<HashSet<ByName>>,
 }
 
 impl Snapshot {
@@ -115,7 +158,7 @@ impl Snapshot {
     }
 
     pub fn policy(&self, name: &str) -> Option<Arc<PolicyEntry>> {
-        self.policies.load().get(name).cloned()
+        self.policies.load().get(name).map(|p| p.0.clone())
     }
 
     /// Replaces the keys, carrying over last-used times not yet flushed.
@@ -141,29 +184,33 @@ impl Snapshot {
         self.keys.store(Arc::new(next));
     }
 
-    pub fn replace_policies(&self, records: &[PolicyRecord]) {
-        let next = records
+    /// Replaces the policies with `records`, and gives back their configs in that order
+    /// (the same `Arc`s the entries hold).
+    pub fn replace_policies(&self, records: &[PolicyRecord]) -> Vec<Arc<PolicyConfig>> {
+        let next: HashSet<ByName> = records.iter().map(ByName::of).collect();
+        let configs = records
             .iter()
-            .map(|r| (r.spec.name.to_string(), Arc::new(PolicyEntry::of(r))))
+            .filter_map(|r| next.get(r.spec.name.as_str()))
+            .map(|p| p.0.config.clone())
             .collect();
         self.policies.store(Arc::new(next));
+        configs
     }
 
     /// Adds or replaces one policy at once (after a local write), before the next reload.
+    /// The set is copied, but a copy only counts references: no entry is copied.
     pub fn upsert_policy(&self, record: &PolicyRecord) {
+        let entry = ByName::of(record);
         self.policies.rcu(|current| {
-            let mut next = HashMap::clone(current);
-            next.insert(
-                record.spec.name.to_string(),
-                Arc::new(PolicyEntry::of(record)),
-            );
+            let mut next = HashSet::clone(current);
+            next.replace(entry.clone());
             next
         });
     }
 
     pub fn remove_policy(&self, name: &str) {
         self.policies.rcu(|current| {
-            let mut next = HashMap::clone(current);
+            let mut next = HashSet::clone(current);
             next.remove(name);
             next
         });

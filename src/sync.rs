@@ -52,8 +52,8 @@ struct Memo {
     /// The fingerprint Redis was last seen to mirror completely (a full pass without a
     /// failure, which then set Redis' marker to it).
     mirrored: Option<String>,
-    /// The policies as Redis should hold them, as last read.
-    configs: Vec<PolicyConfig>,
+    /// The policies as Redis should hold them, as last read (the snapshot's own).
+    configs: Vec<Arc<PolicyConfig>>,
     /// Where the next light pass's slice starts.
     cursor: usize,
 }
@@ -164,14 +164,10 @@ impl Syncer {
         tx.commit().await?;
         self.snapshot.replace_keys(grants);
         if let Some(policies) = policies {
-            self.snapshot.replace_policies(&policies);
+            memo.configs = self.snapshot.replace_policies(&policies);
             // Denials of policies changed elsewhere no longer hold.
             self.denials
                 .forget_changed(|name| self.snapshot.policy(name).map(|p| p.version()));
-            memo.configs = policies
-                .iter()
-                .map(|r| PolicyConfig::new(&r.spec, r.created_ms, r.version))
-                .collect();
             memo.loaded = Some(fingerprint.clone());
         }
 
@@ -223,7 +219,7 @@ impl Syncer {
     #[tracing::instrument(skip_all, fields(policies = configs.len()))]
     async fn full_pass(
         &self,
-        configs: &[PolicyConfig],
+        configs: &[Arc<PolicyConfig>],
         read_at: i64,
     ) -> anyhow::Result<ReconcileReport> {
         let stats = self.limiter.push_all(configs).await;

@@ -2,6 +2,7 @@
 //! whose policy no longer exists.
 
 use std::collections::HashSet;
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::{StreamExt, stream};
@@ -124,8 +125,8 @@ impl Limiter {
 
     /// Writes many policies, a bounded number in flight at once.
     #[tracing::instrument(level = "debug", skip_all, fields(policies = configs.len()))]
-    pub async fn push_all(&self, configs: &[PolicyConfig]) -> PushStats {
-        // Owned clones in each future: borrowing closures here make the caller's future
+    pub async fn push_all(&self, configs: &[Arc<PolicyConfig>]) -> PushStats {
+        // Owned references in each future: borrowing closures here make the caller's future
         // not provably `Send` (a known limitation of higher-ranked lifetimes).
         let results: Vec<Result<bool, LimiterError>> = stream::iter(configs.to_vec())
             .map(|config| {
