@@ -185,9 +185,21 @@ impl Snapshot {
     }
 
     /// Replaces the policies with `records`, and gives back their configs in that order
-    /// (the same `Arc`s the entries hold).
+    /// (the same `Arc`s the entries hold). An entry that did not change is kept, not
+    /// rebuilt: a reload after one edit among 100,000 policies leaves the other 99,999
+    /// where they were in memory, instead of a second set that the allocator keeps.
     pub fn replace_policies(&self, records: &[PolicyRecord]) -> Vec<Arc<PolicyConfig>> {
-        let next: HashSet<ByName> = records.iter().map(ByName::of).collect();
+        let current = self.policies.load();
+        let next: HashSet<ByName> = records
+            .iter()
+            .map(|record| {
+                let fresh = PolicyEntry::of(record);
+                match current.get(record.spec.name.as_str()) {
+                    Some(kept) if *kept.0 == fresh => kept.clone(),
+                    _ => ByName(Arc::new(fresh)),
+                }
+            })
+            .collect();
         let configs = records
             .iter()
             .filter_map(|r| next.get(r.spec.name.as_str()))
