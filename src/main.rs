@@ -7,6 +7,10 @@ use ratekeeper::cli::{self, Cli};
 use ratekeeper::config::Settings;
 use ratekeeper::telemetry;
 
+// See Cargo.toml: memory freed after a reload or a load spike goes back to the system.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[tokio::main]
 async fn main() -> ExitCode {
     let cli = Cli::parse();
