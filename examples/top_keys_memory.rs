@@ -11,7 +11,7 @@
 
 use std::alloc::System;
 
-use ratekeeper::acquire::TopKeysRegistry;
+use ratekeeper::acquire::TallyRegistry;
 use ratekeeper::limiter::Decision;
 use stats_alloc::{INSTRUMENTED_SYSTEM, Region, StatsAlloc};
 
@@ -21,7 +21,7 @@ static ALLOCATOR: &StatsAlloc<System> = &INSTRUMENTED_SYSTEM;
 fn main() {
     println!("distinct callers  sketch bytes held  callers reported  heavy hitter's count");
     for distinct in [1_000u64, 10_000, 100_000, 1_000_000] {
-        let registry = TopKeysRegistry::default();
+        let registry = TallyRegistry::default();
         let worker = registry.for_worker();
         let region = Region::new(ALLOCATOR);
         let mut caller = String::with_capacity(32);

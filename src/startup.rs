@@ -12,7 +12,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::acquire::DenialCache;
-use crate::acquire::{Acquirer, DecisionCounts, TopKeysRegistry, run_flusher};
+use crate::acquire::{Acquirer, TallyRegistry, run_flusher};
 use crate::api;
 use crate::config::Settings;
 use crate::console;
@@ -33,9 +33,8 @@ pub struct Core {
     pub limiter: Limiter,
     pub snapshot: Arc<Snapshot>,
     pub denials: Arc<DenialCache>,
-    pub decisions: Arc<DecisionCounts>,
-    /// Every worker's top callers, for the flusher.
-    pub top: Arc<TopKeysRegistry>,
+    /// Every worker's decision counts and top callers, for the flusher.
+    pub tallies: Arc<TallyRegistry>,
     /// This server's Prometheus metrics.
     pub metrics: Arc<Metrics>,
     /// The limiter of the background tasks, on a connection of their own.
@@ -78,8 +77,7 @@ impl Core {
             limiter,
             snapshot,
             denials,
-            decisions: Arc::default(),
-            top: Arc::default(),
+            tallies: Arc::default(),
             metrics,
             background,
             sync,
@@ -132,8 +130,7 @@ impl Application {
                 .run(settings.sync_interval(), shutdown.clone()),
         );
         let flusher_task = tokio::spawn(run_flusher(
-            core.decisions.clone(),
-            core.top.clone(),
+            core.tallies.clone(),
             core.background.clone(),
             core.snapshot.clone(),
             shutdown.clone(),
@@ -146,12 +143,11 @@ impl Application {
             console_load: Arc::new(tokio::sync::Semaphore::new(settings.console_concurrency())),
         });
         let redis_url = settings.redis_url.clone();
-        let (snapshot, denials, decisions, metrics, top) = (
+        let (snapshot, denials, metrics, tallies) = (
             core.snapshot,
             core.denials,
-            core.decisions,
             core.metrics,
-            core.top.clone(),
+            core.tallies.clone(),
         );
         let mut server = HttpServer::new(move || {
             // Runs on each worker thread: its acquire path gets that thread's connection.
@@ -162,9 +158,8 @@ impl Application {
                     .counting_into(metrics.redis_calls_of("acquire")),
                 snapshot.clone(),
                 denials.clone(),
-                decisions.clone(),
                 metrics.clone(),
-                top.for_worker(),
+                tallies.for_worker(),
             );
             App::new()
                 .app_data(state.clone())

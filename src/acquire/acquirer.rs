@@ -19,7 +19,7 @@ use crate::telemetry::Metrics;
 
 use super::caller::{Partition, partition_of};
 use super::outcome::{Acquired, Decided, KeyRefused, Outcome, Refusal};
-use super::{CachedDenial, DecisionCounts, DenialCache, TopKeys};
+use super::{CachedDenial, DenialCache, Tally};
 
 /// One HTTP worker's acquire path: it holds that worker's own Redis connection, so an
 /// acquire never hops to another thread to reach Redis; the rest is shared.
@@ -29,10 +29,9 @@ pub struct Acquirer {
     batcher: Batcher,
     snapshot: Arc<Snapshot>,
     denials: Arc<DenialCache>,
-    counts: Arc<DecisionCounts>,
     metrics: Arc<Metrics>,
-    /// This worker's top callers per policy since the last flush.
-    top: Arc<TopKeys>,
+    /// This worker's own counts and top callers (no lock shared with other workers).
+    tally: Arc<Tally>,
     /// Warnings of an outage, at most one a second (not one per request).
     outage_log: OncePerSecond,
     /// `ratekeeper_decisions_total` by outcome, looked up once.
@@ -88,9 +87,8 @@ impl Acquirer {
         limiter: Limiter,
         snapshot: Arc<Snapshot>,
         denials: Arc<DenialCache>,
-        counts: Arc<DecisionCounts>,
         metrics: Arc<Metrics>,
-        top: Arc<TopKeys>,
+        tally: Arc<Tally>,
     ) -> Self {
         Self {
             outcomes: OutcomeCounters::of(&metrics),
@@ -98,9 +96,8 @@ impl Acquirer {
             limiter,
             snapshot,
             denials,
-            counts,
             metrics,
-            top,
+            tally,
             outage_log: OncePerSecond::default(),
         }
     }
@@ -364,7 +361,7 @@ impl Acquirer {
         };
         match outcome {
             Ok(_) => {
-                self.counts.record(name.as_str(), Decision::Granted);
+                self.tally.count(name.as_str(), Decision::Granted);
                 self.outcomes.degraded.inc();
             }
             Err(Refusal::Unavailable) => self.outcomes.unavailable.inc(),
@@ -376,8 +373,7 @@ impl Acquirer {
     /// Counts a decision: per policy for the console's chart, per caller for the top
     /// callers, and by outcome for the metrics.
     fn count(&self, name: &PolicyName, caller: &str, decision: Decision) {
-        self.counts.record(name.as_str(), decision);
-        self.top.record(name.as_str(), caller, decision);
+        self.tally.record(name.as_str(), caller, decision);
         let counter = match decision {
             Decision::Granted => &self.outcomes.granted,
             Decision::Denied => &self.outcomes.denied,

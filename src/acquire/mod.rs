@@ -3,14 +3,14 @@
 
 mod acquirer;
 mod caller;
-mod decision_counts;
 mod denials;
+mod flusher;
 mod outcome;
-mod top_keys;
+mod tally;
 
 pub use acquirer::Acquirer;
 pub use caller::{Partition, partition_of};
-pub use decision_counts::{DecisionCounts, run_flusher, unix_minute_now};
 pub use denials::{CachedDenial, DenialCache};
+pub use flusher::{run_flusher, unix_minute_now};
 pub use outcome::{Acquired, Decided, KeyRefused, Outcome, Refusal};
-pub use top_keys::{SKETCH_SIZE, TakenTop, TopKeys, TopKeysRegistry};
+pub use tally::{OutcomeCounts, SKETCH_SIZE, Taken, Tally, TallyRegistry};

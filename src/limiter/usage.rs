@@ -1,5 +1,5 @@
 //! Granted and denied counts per policy, summed over every instance: each instance adds what
-//! it decided (see `crate::acquire::DecisionCounts`), the console reads them back for its
+//! it decided (see `crate::acquire::Tally`), the console reads them back for its
 //! tables and charts.
 //!
 //! Two fixed-size strings of big-endian u32 pairs (granted, denied) per policy, written with

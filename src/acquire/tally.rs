@@ -1,8 +1,13 @@
-//! Who is being limited: per policy, the callers (keys, or apps) with the most grants and
-//! the most denials, counted in bounded memory. Each HTTP worker keeps a small
-//! Space-Saving sketch per policy and outcome (at most [`SKETCH_SIZE`] callers; a new
-//! caller takes the place of the least counted one, so a heavy hitter is never missed),
-//! and the flusher adds them to Redis per minute, where every instance's are summed.
+//! What each HTTP worker counts of its decisions, per policy: how many by outcome (the
+//! console's charts) and who is being limited, the callers (keys, or apps) with the most
+//! grants and the most denials, in bounded memory. A worker records into its own tally
+//! under its own lock, which only the flusher also takes, every couple of seconds: the
+//! grant path shares no lock with the other workers. The flusher adds the tallies to Redis
+//! per minute, where every instance's are summed.
+//!
+//! The top callers are a small Space-Saving sketch per policy and outcome (at most
+//! [`SKETCH_SIZE`] callers; a new caller takes the place of the least counted one, so a
+//! heavy hitter is never missed).
 //!
 //! A caller that takes another's place inherits its count as a possible error; what is
 //! reported is the count minus that error, which the caller certainly reached. So no
@@ -66,52 +71,95 @@ impl Sketch {
     }
 }
 
-/// One policy's callers since the last flush, by outcome.
+/// One policy's decisions since the last flush: counts and callers, by outcome.
 #[derive(Debug, Default)]
-struct PolicyTop {
+struct PolicyTally {
+    counts: OutcomeCounts,
     granted: Sketch,
     denied: Sketch,
     /// Granted by a shadow policy that would have denied them.
     shadow_denied: Sketch,
 }
 
-/// The top callers seen by one worker since the last flush.
-#[derive(Debug, Default)]
-pub struct TopKeys {
-    // Locked by its worker for each decision and by the flusher every few seconds: never
-    // contended between workers.
-    by_policy: Mutex<HashMap<Box<str>, PolicyTop>>,
+/// Decisions of one policy by outcome. Unenforced grants count as grants; a shadow
+/// policy's would-be denials apart.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct OutcomeCounts {
+    pub granted: u64,
+    pub denied: u64,
+    pub shadow_denied: u64,
 }
 
-/// What a flush takes of one policy: its top callers by outcome, with counts.
+impl OutcomeCounts {
+    fn add(&mut self, decision: Decision) {
+        match decision {
+            Decision::Granted | Decision::Unenforced => self.granted += 1,
+            Decision::Denied => self.denied += 1,
+            Decision::ShadowDenied => self.shadow_denied += 1,
+        }
+    }
+
+    fn merge(&mut self, other: OutcomeCounts) {
+        self.granted += other.granted;
+        self.denied += other.denied;
+        self.shadow_denied += other.shadow_denied;
+    }
+}
+
+/// What one worker decided since the last flush.
+#[derive(Debug, Default)]
+pub struct Tally {
+    // Locked by its worker for each decision and by the flusher every few seconds: never
+    // contended between workers.
+    by_policy: Mutex<HashMap<Box<str>, PolicyTally>>,
+}
+
+/// What a flush takes of one policy: its counts, and its top callers by outcome.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct TakenTop {
+pub struct Taken {
     pub policy: String,
+    pub counts: OutcomeCounts,
     pub granted: Vec<(String, u64)>,
     pub denied: Vec<(String, u64)>,
     pub shadow_denied: Vec<(String, u64)>,
 }
 
-impl TopKeys {
+impl Tally {
+    /// A decision on `policy` for `caller`: counted, and the caller followed.
     pub fn record(&self, policy: &str, caller: &str, decision: Decision) {
-        let mut by_policy = self.by_policy.lock().expect("top keys lock");
+        self.with_policy(policy, |top| {
+            top.counts.add(decision);
+            match decision {
+                Decision::Granted | Decision::Unenforced => top.granted.add(caller),
+                Decision::Denied => top.denied.add(caller),
+                Decision::ShadowDenied => top.shadow_denied.add(caller),
+            }
+        });
+    }
+
+    /// A decision counted without its caller (granted without Redis, failing open).
+    pub fn count(&self, policy: &str, decision: Decision) {
+        self.with_policy(policy, |top| top.counts.add(decision));
+    }
+
+    fn with_policy(&self, policy: &str, f: impl FnOnce(&mut PolicyTally)) {
+        let mut by_policy = self.by_policy.lock().expect("tally lock");
         let top = match by_policy.get_mut(policy) {
             Some(top) => top,
             None => by_policy.entry(policy.into()).or_default(),
         };
-        match decision {
-            Decision::Granted | Decision::Unenforced => top.granted.add(caller),
-            Decision::Denied => top.denied.add(caller),
-            Decision::ShadowDenied => top.shadow_denied.add(caller),
-        }
+        f(top);
     }
 
-    fn take(&self) -> Vec<TakenTop> {
-        let mut by_policy = self.by_policy.lock().expect("top keys lock");
+    /// Takes what was recorded since the last call. A policy with nothing since goes (it
+    /// is back at its next decision), so memory follows the policies in use.
+    fn take(&self) -> Vec<Taken> {
+        let mut by_policy = self.by_policy.lock().expect("tally lock");
         by_policy
             .drain()
-            .map(|(policy, mut top)| TakenTop {
+            .map(|(policy, mut top)| Taken {
                 policy: policy.into_string(),
+                counts: top.counts,
                 granted: top.granted.take(),
                 denied: top.denied.take(),
                 shadow_denied: top.shadow_denied.take(),
@@ -120,16 +168,16 @@ impl TopKeys {
     }
 }
 
-/// Every worker's sketches, for the flusher.
+/// Every worker's tally, for the flusher.
 #[derive(Debug, Default)]
-pub struct TopKeysRegistry {
-    workers: Mutex<Vec<Arc<TopKeys>>>,
+pub struct TallyRegistry {
+    workers: Mutex<Vec<Arc<Tally>>>,
 }
 
-impl TopKeysRegistry {
-    /// The sketches of a new worker.
-    pub fn for_worker(&self) -> Arc<TopKeys> {
-        let top = Arc::new(TopKeys::default());
+impl TallyRegistry {
+    /// The tally of a new worker.
+    pub fn for_worker(&self) -> Arc<Tally> {
+        let top = Arc::new(Tally::default());
         self.workers
             .lock()
             .expect("registry lock")
@@ -137,17 +185,16 @@ impl TopKeysRegistry {
         top
     }
 
-    /// Takes every worker's sketches, merged per policy.
-    pub fn take(&self) -> Vec<TakenTop> {
+    /// Takes every worker's tally, merged per policy.
+    pub fn take(&self) -> Vec<Taken> {
         let workers = self.workers.lock().expect("registry lock").clone();
-        let mut merged: HashMap<String, TakenTop> = HashMap::new();
+        let mut merged: HashMap<String, Taken> = HashMap::new();
         for taken in workers.iter().flat_map(|w| w.take()) {
-            let entry = merged
-                .entry(taken.policy.clone())
-                .or_insert_with(|| TakenTop {
-                    policy: taken.policy.clone(),
-                    ..TakenTop::default()
-                });
+            let entry = merged.entry(taken.policy.clone()).or_insert_with(|| Taken {
+                policy: taken.policy.clone(),
+                ..Taken::default()
+            });
+            entry.counts.merge(taken.counts);
             entry.granted.extend(taken.granted);
             entry.denied.extend(taken.denied);
             entry.shadow_denied.extend(taken.shadow_denied);
@@ -162,7 +209,7 @@ mod tests {
 
     #[test]
     fn a_heavy_hitter_is_found_among_a_million_callers_in_bounded_memory() {
-        let top = TopKeys::default();
+        let top = Tally::default();
         for i in 0..1_000_000u64 {
             top.record("p", &format!("user-{i}"), Decision::Denied);
             if i % 10 == 0 {
@@ -184,15 +231,32 @@ mod tests {
 
     #[test]
     fn every_worker_is_taken() {
-        let registry = TopKeysRegistry::default();
+        let registry = TallyRegistry::default();
         let (a, b) = (registry.for_worker(), registry.for_worker());
         a.record("p", "ann", Decision::Granted);
-        b.record("p", "bob", Decision::Granted);
+        b.record("p", "bob", Decision::Unenforced);
+        b.record("p", "bob", Decision::Denied);
         b.record("q", "bob", Decision::ShadowDenied);
+        a.count("q", Decision::Granted);
         let mut taken = registry.take();
         taken.sort_by(|x, y| x.policy.cmp(&y.policy));
         assert_eq!(taken[0].granted.len(), 2);
+        assert_eq!(
+            (taken[0].counts.granted, taken[0].counts.denied),
+            (2, 1),
+            "an unenforced grant counts as a grant"
+        );
         assert_eq!(taken[1].shadow_denied, vec![("bob".to_owned(), 1)]);
         assert!(taken[1].denied.is_empty());
+        assert_eq!(
+            taken[1].counts,
+            OutcomeCounts {
+                granted: 1,
+                denied: 0,
+                shadow_denied: 1
+            },
+            "a count without a caller is counted, not followed"
+        );
+        assert!(registry.take().is_empty(), "taken once");
     }
 }

@@ -1,0 +1,84 @@
+//! The workers' tallies (decision counts and top callers per policy, see `tally.rs`)
+//! added to Redis every couple of seconds, off the hot path, where the console reads the
+//! sum over all instances per minute.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+
+use crate::limiter::{Limiter, PolicyCounts, TopBatch};
+use crate::snapshot::Snapshot;
+
+use super::TallyRegistry;
+
+/// How often an instance adds its counts to Redis.
+const FLUSH_EVERY: Duration = Duration::from_secs(2);
+
+pub fn unix_minute_now() -> i64 {
+    chrono::Utc::now().timestamp_millis() / 60_000
+}
+
+/// The counts of `taken` summed per owning application (`snapshot` knows the owners; a
+/// policy deleted meanwhile counts for none). A shadow policy's would-be denials were
+/// granted: they count as grants of the application, which denied no one.
+fn per_app(taken: &[PolicyCounts], snapshot: &Snapshot) -> Vec<(String, u64, u64)> {
+    let mut apps: HashMap<String, (u64, u64)> = HashMap::new();
+    for counts in taken {
+        if let Some(entry) = snapshot.policy(&counts.policy) {
+            let sums = apps.entry(entry.owner_app.to_string()).or_default();
+            sums.0 += counts.granted + counts.shadow_denied;
+            sums.1 += counts.denied;
+        }
+    }
+    apps.into_iter().map(|(app, (g, d))| (app, g, d)).collect()
+}
+
+/// Adds the counts and the top callers to Redis every [`FLUSH_EVERY`] until `shutdown`,
+/// then once more.
+pub async fn run_flusher(
+    tallies: Arc<TallyRegistry>,
+    limiter: Limiter,
+    snapshot: Arc<Snapshot>,
+    shutdown: CancellationToken,
+) {
+    let mut ticker = tokio::time::interval(FLUSH_EVERY);
+    loop {
+        let stopping = tokio::select! {
+            _ = ticker.tick() => false,
+            () = shutdown.cancelled() => true,
+        };
+        let minute = unix_minute_now();
+        let tops = tallies.take();
+        let counts: Vec<PolicyCounts> = tops
+            .iter()
+            .map(|t| PolicyCounts {
+                policy: t.policy.clone(),
+                granted: t.counts.granted,
+                denied: t.counts.denied,
+                shadow_denied: t.counts.shadow_denied,
+            })
+            .collect();
+        let apps = per_app(&counts, &snapshot);
+        if let Err(e) = limiter.add_minute_counts(minute, &counts, &apps).await {
+            // Lost counts only make a chart lower; the decisions themselves were right.
+            tracing::warn!(error = %e, policies = counts.len(), "decision counts not stored");
+        }
+        let batches: Vec<TopBatch<'_>> = tops
+            .iter()
+            .map(|t| TopBatch {
+                policy: &t.policy,
+                granted: &t.granted,
+                denied: &t.denied,
+                shadow_denied: &t.shadow_denied,
+            })
+            .collect();
+        if let Err(e) = limiter.add_top(minute, &batches).await {
+            tracing::warn!(error = %e, policies = tops.len(), "top callers not stored");
+        }
+        if stopping {
+            return;
+        }
+    }
+}
