@@ -138,7 +138,17 @@ impl Acquirer {
         self.metrics
             .acquire_seconds
             .observe(started.elapsed().as_secs_f64());
-        Ok(Acquired { outcome, partition })
+        let quota_header = match (&outcome, policy.as_deref()) {
+            (Outcome::Decided(d), Some(p)) if d.limit == p.max_permits() => {
+                Some(p.quota_header.clone())
+            }
+            _ => None,
+        };
+        Ok(Acquired {
+            outcome,
+            partition,
+            quota_header,
+        })
     }
 
     /// One bucket for every allowed app, decided by Redis on the policy's hash.
