@@ -58,7 +58,7 @@ impl KeyedBucket<'_> {
     /// 64 bits of SHA-256 over what makes the bucket this one: the policy's name and
     /// incarnation, the algorithm, scope and window it counts in, and the caller.
     /// Collisions (two callers sharing a bucket) are as likely as 64-bit ones.
-    fn tag(&self) -> String {
+    fn tag(&self) -> [u8; 16] {
         let mut h = Sha256::new();
         for part in [
             self.policy.name.as_str().as_bytes(),
@@ -71,14 +71,20 @@ impl KeyedBucket<'_> {
             h.update((part.len() as u32).to_le_bytes());
             h.update(part);
         }
-        hex::encode(&h.finalize()[..8])
+        // Into a fixed array: no string is allocated for the tag of every keyed acquire.
+        let mut tag = [0u8; 16];
+        hex::encode_to_slice(&h.finalize()[..8], &mut tag).expect("16 hex digits for 8 bytes");
+        tag
     }
 }
 
 impl Limiter {
     /// The Redis key of a caller's bucket.
     pub fn keyed_key(&self, bucket: &KeyedBucket<'_>) -> String {
-        self.keys.keyed_bucket(&bucket.tag())
+        let tag = bucket.tag();
+        // Hex digits are ASCII: always UTF-8.
+        self.keys
+            .keyed_bucket(std::str::from_utf8(&tag).expect("hex digits are UTF-8"))
     }
 
     /// Decides an acquire of `permits` on one caller's bucket (one round trip). The app is

@@ -75,7 +75,13 @@ impl KeySpace {
     /// The braces make the whole tag the hash tag: one policy's buckets spread over all of
     /// a cluster's slots.
     pub fn keyed_bucket(&self, tag: &str) -> String {
-        format!("{}:k:{{{tag}}}", self.prefix)
+        // One allocation of the final length (format! would grow the string as it writes).
+        let mut key = String::with_capacity(self.prefix.len() + tag.len() + 5);
+        key.push_str(&self.prefix);
+        key.push_str(":k:{");
+        key.push_str(tag);
+        key.push('}');
+        key
     }
 
     /// The marker the sync task leaves after a complete pass: the SQL fingerprint that
