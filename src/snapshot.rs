@@ -13,7 +13,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
 
 use arc_swap::ArcSwap;
-use bytes::Bytes;
 
 use crate::domain::{Algorithm, AppSlug, FailureMode, Scope};
 use crate::limiter::{BucketLimits, PolicyConfig};
@@ -45,9 +44,6 @@ pub struct PolicyEntry {
     pub owner_app: AppSlug,
     /// A keyed policy's other limits, by caller (app slug or key).
     pub overrides: HashMap<String, BucketLimits>,
-    /// The `RateLimit-Policy` header's value for the policy's own limit,
-    /// `"<name>";q=<max_permits>`, built once here rather than on every acquire.
-    pub quota_header: Bytes,
 }
 
 impl KeyEntry {
@@ -79,14 +75,11 @@ impl PolicyEntry {
                 (o.matches.clone(), limits)
             })
             .collect();
-        // Policy names are [A-Za-z0-9._:/-]: safe inside a structured-field string.
-        let quota_header = Bytes::from(format!("\"{}\";q={}", config.name, config.max_permits));
         Self {
             config,
             failure_mode: record.spec.failure_mode,
             owner_app: record.spec.owner_app.clone(),
             overrides,
-            quota_header,
         }
     }
 

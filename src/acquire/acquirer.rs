@@ -138,17 +138,7 @@ impl Acquirer {
         self.metrics
             .acquire_seconds
             .observe(started.elapsed().as_secs_f64());
-        let quota_header = match (&outcome, policy.as_deref()) {
-            (Outcome::Decided(d), Some(p)) if d.limit == p.max_permits() => {
-                Some(p.quota_header.clone())
-            }
-            _ => None,
-        };
-        Ok(Acquired {
-            outcome,
-            partition,
-            quota_header,
-        })
+        Ok(Acquired { outcome, partition })
     }
 
     /// One bucket for every allowed app, decided by Redis on the policy's hash.

@@ -1,8 +1,6 @@
 //! What an acquire comes to, in the terms the API renders: a decision with its numbers,
 //! a degraded grant, or a refusal before any decision.
 
-use bytes::Bytes;
-
 use crate::limiter::{Decision, LeaseId};
 
 /// A decision with everything a client is told about it.
@@ -56,9 +54,6 @@ pub enum Refusal {
 pub struct Acquired {
     pub outcome: Outcome,
     pub partition: Option<super::Partition>,
-    /// The policy's pre-built `RateLimit-Policy` value, when the decision's limit is the
-    /// policy's own (not an override's, nor one changed in Redis since the snapshot).
-    pub quota_header: Option<Bytes>,
 }
 
 /// Why a presented API key opens nothing.

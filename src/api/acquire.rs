@@ -12,7 +12,7 @@ use utoipa::ToSchema;
 use super::auth::ApiClient;
 use super::json::{ClientJson, required_field};
 use super::problem::Problem;
-use crate::acquire::{Acquired, Acquirer, Decided, Outcome, Refusal};
+use crate::acquire::{Acquired, Acquirer, Decided, Outcome, Partition, Refusal};
 use crate::domain::{AppSlug, CallerKey, FieldError, Permits, PolicyName};
 use crate::limiter::Decision;
 
@@ -207,7 +207,7 @@ fn render(name: &PolicyName, acquired: &Acquired) -> HttpResponse {
         return response;
     }
     let headers = response.headers_mut();
-    for (name, value) in ratelimit_headers(name, decided, acquired) {
+    for (name, value) in ratelimit_headers(name, decided, acquired.partition.as_ref()) {
         headers.insert(name, value);
     }
     if denied {
@@ -224,7 +224,7 @@ fn render(name: &PolicyName, acquired: &Acquired) -> HttpResponse {
 fn ratelimit_headers(
     name: &PolicyName,
     decided: &Decided,
-    acquired: &Acquired,
+    partition: Option<&Partition>,
 ) -> impl Iterator<Item = (HeaderName, HeaderValue)> {
     let t = if decided.decision == Decision::Denied {
         whole_seconds(decided.retry_after_ms)
@@ -232,12 +232,9 @@ fn ratelimit_headers(
         whole_seconds(decided.reset_after_ms)
     };
     // Policy names are [A-Za-z0-9._:/-]: safe inside a structured-field string.
-    let policy = match &acquired.quota_header {
-        Some(built) => HeaderValue::from_maybe_shared(built.clone()).ok(),
-        None => HeaderValue::from_str(&format!("\"{name}\";q={}", decided.limit)).ok(),
-    };
+    let policy = format!("\"{name}\";q={}", decided.limit);
     let mut current = format!("\"{name}\";r={};t={t}", decided.remaining);
-    if let Some(partition) = &acquired.partition {
+    if let Some(partition) = partition {
         // The caller's bucket, as a structured-field byte sequence (any key is safe so).
         current.push_str(";pk=:");
         current.push_str(&BASE64_STANDARD.encode(partition.as_str()));
@@ -245,13 +242,10 @@ fn ratelimit_headers(
     }
     [
         (HeaderName::from_static("ratelimit-policy"), policy),
-        (
-            HeaderName::from_static("ratelimit"),
-            HeaderValue::from_str(&current).ok(),
-        ),
+        (HeaderName::from_static("ratelimit"), current),
     ]
     .into_iter()
-    .filter_map(|(name, value)| Some((name, value?)))
+    .filter_map(|(name, value)| Some((name, HeaderValue::from_str(&value).ok()?)))
 }
 
 fn whole_seconds(ms: i64) -> i64 {
