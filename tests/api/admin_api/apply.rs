@@ -432,62 +432,70 @@ on_every_backend!(apply_overlapping, overlapping_applies_end_as_one_file);
 /// An apply that the database aborts to break a deadlock is made again, from its plan:
 /// the caller sees 200 and the file's state, not the abort. The test holds `y` locked,
 /// the apply (of `x`, pruning `y`) locks `x` and waits for `y`, then the test asks for `x`:
-/// a deadlock. PostgreSQL aborts the apply (it has waited longer, so its check comes
-/// first) and the retry waits for the test's transaction to end; MariaDB may abort either,
-/// and the apply succeeds either way. Not on SQLite, whose one writer cannot deadlock.
+/// a deadlock. MariaDB may abort either, and the apply succeeds either way. PostgreSQL
+/// checks a waiting transaction once, `deadlock_timeout` (1 s) after it began to wait: it
+/// aborts the apply when the test crossed before that, but on a loaded machine the test may
+/// cross later, and then its own transaction is the one aborted and nothing is retried. So
+/// on PostgreSQL the scenario is played again, with an application of its own each time,
+/// until the apply was the one aborted (at most 5 times). Not on SQLite, whose one writer
+/// cannot deadlock.
 async fn an_apply_aborted_by_a_deadlock_is_made_again(db: Db) {
     let app = spawn_app(db).await;
-    app.create_app("shop").await;
-    for name in ["x", "y"] {
-        app.create_policy(minimal_policy(name, "shop")).await;
-    }
     let store = app.core().await.store;
-    let mut held = store.begin().await.unwrap();
-    held.policy_by_name_for_update("y").await.unwrap();
-    let file = "app: shop\npolicies:\n  - name: x\n    rate: 10\n    max_permits: 3\n";
-    let applying = tokio::spawn({
-        let (url, token) = (app.url("/api/v1/apply?prune=true"), app.admin_token.clone());
-        let client = app.client.clone();
-        async move {
-            let r = client.post(url).bearer_auth(token);
-            r.header("content-type", "application/yaml")
-                .body(file)
-                .send()
-                .await
-                .unwrap()
-        }
-    });
     let url = app.settings.database_url.expose_secret().to_owned();
-    assert!(
-        lock_waits_reach(&url, db, 1).await,
-        "the apply never waited"
-    );
-    let crossed = held.policy_by_name_for_update("x").await;
-    if db == Db::Postgres {
+    for attempt in 0..5 {
+        let shop = format!("shop{attempt}");
+        let (x, y) = (format!("x{attempt}"), format!("y{attempt}"));
+        app.create_app(&shop).await;
+        for name in [&x, &y] {
+            app.create_policy(minimal_policy(name, &shop)).await;
+        }
+        let mut held = store.begin().await.unwrap();
+        held.policy_by_name_for_update(&y).await.unwrap();
+        let file =
+            format!("app: {shop}\npolicies:\n  - name: {x}\n    rate: 10\n    max_permits: 3\n");
+        let applying = tokio::spawn({
+            let (url, token) = (app.url("/api/v1/apply?prune=true"), app.admin_token.clone());
+            let client = app.client.clone();
+            async move {
+                let r = client.post(url).bearer_auth(token);
+                r.header("content-type", "application/yaml")
+                    .body(file)
+                    .send()
+                    .await
+                    .unwrap()
+            }
+        });
         assert!(
-            crossed.is_ok(),
-            "the apply was the one aborted: {crossed:?}"
+            lock_waits_reach(&url, db, 1).await,
+            "the apply never waited"
         );
+        let apply_aborted = held.policy_by_name_for_update(&x).await.is_ok();
+        drop(held);
+        let answer = applying.await.unwrap();
+        let plan = expect_status(answer, StatusCode::OK).await;
+        assert_eq!(
+            actions(&plan),
+            [
+                (x.clone(), "update".to_owned()),
+                (y.clone(), "delete".to_owned())
+            ]
+        );
+        assert_eq!(
+            admin_reads(&app, &format!("/api/v1/policies/{x}")).await["max_permits"],
+            3
+        );
+        expect_problem(
+            app.get(&format!("/api/v1/policies/{y}"), &app.admin_token)
+                .await,
+            StatusCode::NOT_FOUND,
+        )
+        .await;
+        if db != Db::Postgres || apply_aborted {
+            return;
+        }
     }
-    drop(held);
-    let answer = applying.await.unwrap();
-    let plan = expect_status(answer, StatusCode::OK).await;
-    assert_eq!(
-        actions(&plan),
-        [
-            ("x".to_owned(), "update".to_owned()),
-            ("y".to_owned(), "delete".to_owned())
-        ]
-    );
-    assert_eq!(
-        admin_reads(&app, "/api/v1/policies/x").await["max_permits"],
-        3
-    );
-    expect_problem(
-        app.get("/api/v1/policies/y", &app.admin_token).await,
-        StatusCode::NOT_FOUND,
-    )
-    .await;
+    panic!("PostgreSQL never aborted the apply in 5 attempts: its retry was not exercised");
 }
 
 on_row_locking_backends!(
