@@ -30,24 +30,8 @@
 --   retry_after_ms  when denied: time until enough leases EXPIRE (an upper bound: a release
 --                   frees them sooner).
 --   reset_after_ms  time until the last lease held expires (0 when none is held).
-local key = KEYS[1]
-local leases = KEYS[2]
-local permits = tonumber(ARGV[1])
-local app = ARGV[2]
-local lease_id = ARGV[3] or ''
-
--- The checks shared by the algorithms (lua/lib/acquire_gate.lua, loaded ahead of this).
-local reply, policy = acquire_gate(key, 'concurrency', 'lease_ttl_ms', {}, permits, app)
-if reply then
-  return reply
-end
-local max_permits, version, ttl = policy.max_permits, policy.version, policy.param
-
--- Redis time in ms (fractional, microseconds kept).
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000
-
--- The decision (lua/lib/concurrency.lua, loaded ahead of this).
-local reply = concurrency_acquire(leases, max_permits, ttl, now, permits,
-  app .. '|' .. lease_id .. '|', policy.enabled)
-return decided(reply, policy)
+-- The checks shared by the algorithms are lua/lib/acquire_gate.lua's, the acquire and its
+-- decision lua/lib/concurrency.lua's (shared with acquire_batch.lua), both loaded ahead of
+-- this.
+return concurrency_global(KEYS[1], KEYS[2], tonumber(ARGV[1]), ARGV[2], ARGV[3],
+  redis_now_us())

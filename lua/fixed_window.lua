@@ -22,29 +22,6 @@
 --        with its number in ALGORITHM_INDEX (0 unknown).
 --   retry_after_ms  when denied: time to the next window start; else 0.
 --   reset_after_ms  time to the next window start, 0 when nothing of this window is used.
-local key = KEYS[1]
-local counter = KEYS[2]
-local permits = tonumber(ARGV[1])
-local app = ARGV[2]
-
--- The checks shared by the algorithms (lua/lib/acquire_gate.lua, loaded ahead of this).
-local reply, policy = acquire_gate(key, 'fixed_window', 'window_ms', {}, permits, app)
-if reply then
-  return reply
-end
-local max_permits, version, window = policy.max_permits, policy.version, policy.param
-
--- Redis time in whole microseconds (exact in a double), windows in whole ms.
-local t = redis.call('TIME')
-local now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
-
--- The decision (lua/lib/fixed_window.lua, loaded ahead of this).
-local c = redis.call('HMGET', counter, 'start', 'count')
-local reply, state, ttl = fixed_window_decide(tonumber(c[1]), tonumber(c[2]), max_permits,
-  window, now_us, permits, policy.enabled)
-if state then
-  redis.call('HSET', counter, 'start', state[1], 'count', state[2])
-  -- Expire with the window: at least 1 ms ahead, since now < start + window.
-  redis.call('PEXPIRE', counter, ttl)
-end
-return decided(reply, policy)
+-- The checks shared by the algorithms are lua/lib/acquire_gate.lua's, the acquire
+-- lua/lib/fixed_window.lua's (shared with acquire_batch.lua), both loaded ahead of this.
+return fixed_window_global(KEYS[1], KEYS[2], tonumber(ARGV[1]), ARGV[2], nil, redis_now_us())

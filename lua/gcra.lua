@@ -11,8 +11,6 @@
 -- State, in the same hash, written only here: tat, the theoretical arrival time in ms
 -- (fractional, kept with %.17g).
 --
--- The decision itself is lua/lib/gcra.lua.
---
 -- (Code 3: granted in shadow mode where it would have denied; see decided() in
 -- lua/lib/acquire_gate.lua.)
 -- Reply: {code, remaining, retry_after_ms, reset_after_ms, max_permits, version}
@@ -23,26 +21,6 @@
 --   remaining       permits that could be granted at once after this call.
 --   retry_after_ms  when denied: time until `permits` would be granted.
 --   reset_after_ms  time until the full burst is available again (tat reaches now).
-local key = KEYS[1]
-local permits = tonumber(ARGV[1])
-local app = ARGV[2]
-
--- The checks shared by the algorithms (lua/lib/acquire_gate.lua, loaded ahead of this).
-local reply, policy = acquire_gate(key, 'gcra', 'rate', {'tat'}, permits, app)
-if reply then
-  return reply
-end
-local max_permits, version, rate = policy.max_permits, policy.version, policy.param
-
--- Redis time, in ms with the microseconds kept.
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000
-
--- The decision (lua/lib/gcra.lua, loaded ahead of this).
-local reply, tat = gcra_decide(tonumber(policy.extra[1]), max_permits, rate, now, permits,
-  policy.enabled)
-if tat then
-  -- %.17g keeps every bit of a double; Redis' own conversion would round to 14 digits.
-  redis.call('HSET', key, 'tat', string.format('%.17g', tat))
-end
-return decided(reply, policy)
+-- The checks shared by the algorithms are lua/lib/acquire_gate.lua's, the acquire and its
+-- decision lua/lib/gcra.lua's (shared with acquire_batch.lua), both loaded ahead of this.
+return gcra_global(KEYS[1], nil, tonumber(ARGV[1]), ARGV[2], nil, redis_now_us())

@@ -26,24 +26,7 @@
 --        with its number in ALGORITHM_INDEX (0 unknown).
 --   retry_after_ms  when denied: time until enough of the oldest grants leave the window.
 --   reset_after_ms  time until the newest grant leaves the window (0 when the log is empty).
-local key = KEYS[1]
-local log = KEYS[2]
-local permits = tonumber(ARGV[1])
-local app = ARGV[2]
-local request_id = ARGV[3] or ''
-
--- The checks shared by the algorithms (lua/lib/acquire_gate.lua, loaded ahead of this).
-local reply, policy = acquire_gate(key, 'sliding_log', 'window_ms', {}, permits, app)
-if reply then
-  return reply
-end
-local max_permits, version, window = policy.max_permits, policy.version, policy.param
-
--- Redis time in whole microseconds: exact in a double, and the scores' unit.
-local t = redis.call('TIME')
-local now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
-
--- The decision (lua/lib/sliding_log.lua, loaded ahead of this).
-local reply = sliding_log_decide(log, max_permits, window, now_us, permits, request_id,
-  policy.enabled)
-return decided(reply, policy)
+-- The checks shared by the algorithms are lua/lib/acquire_gate.lua's, the acquire and its
+-- decision lua/lib/sliding_log.lua's (shared with acquire_batch.lua), both loaded ahead of
+-- this.
+return sliding_log_global(KEYS[1], KEYS[2], tonumber(ARGV[1]), ARGV[2], ARGV[3], redis_now_us())

@@ -11,7 +11,7 @@
 -- TTL to manage), written only here: sw_start (start of the current aligned window, ms),
 -- sw_curr (permits granted in it), sw_prev (permits granted in the window before it).
 --
--- The decision itself is lua/lib/sliding_window.lua:
+-- The decision, as lua/lib/sliding_window.lua takes it:
 --   estimate = prev * (1 - elapsed / window_ms) + curr, granted when estimate + permits
 --   <= max_permits.
 --
@@ -34,26 +34,7 @@
 --   reset_after_ms  time until the estimate is back to 0 (nothing used): the end of the
 --                   next window when this one has grants, of this window when only the
 --                   previous one had some, else 0.
-local key = KEYS[1]
-local permits = tonumber(ARGV[1])
-local app = ARGV[2]
-
--- The checks shared by the algorithms (lua/lib/acquire_gate.lua, loaded ahead of this).
-local reply, policy = acquire_gate(key, 'sliding_window', 'window_ms', {'sw_start', 'sw_curr', 'sw_prev'}, permits, app)
-if reply then
-  return reply
-end
-local max_permits, version, window = policy.max_permits, policy.version, policy.param
-
--- Redis time in whole microseconds (exact in a double), windows in whole ms.
-local t = redis.call('TIME')
-local now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
-
--- The decision (lua/lib/sliding_window.lua, loaded ahead of this).
-local reply, state = sliding_window_decide(tonumber(policy.extra[1]),
-  tonumber(policy.extra[2]), tonumber(policy.extra[3]), max_permits, window, now_us, permits,
-  policy.enabled)
-if state then
-  redis.call('HSET', key, 'sw_start', state[1], 'sw_curr', state[2], 'sw_prev', state[3])
-end
-return decided(reply, policy)
+-- The checks shared by the algorithms are lua/lib/acquire_gate.lua's, the acquire and its
+-- decision lua/lib/sliding_window.lua's (shared with acquire_batch.lua), both loaded ahead
+-- of this.
+return sliding_window_global(KEYS[1], nil, tonumber(ARGV[1]), ARGV[2], nil, redis_now_us())

@@ -21,11 +21,11 @@
 --
 -- ALGORITHM_INDEX (algorithm name -> number, for the -4 reply) is defined ahead of this
 -- script when it is loaded (src/limiter/scripts.rs, from the Rust side's Algorithm::index).
--- The decision: lib/token_bucket_global.lua (shared with token_bucket_batch.lua), on
+-- The decision: lib/token_bucket_global.lua (shared with acquire_batch.lua), on
 -- lib/token_bucket.lua, both loaded ahead of this.
 local key = KEYS[1]
 local h = redis.call('HMGET', key, unpack(TOKEN_BUCKET_FIELDS))
-local reply, state = token_bucket_global(h, tonumber(ARGV[1]), ARGV[2], redis_now_ms())
+local reply, state = token_bucket_global(h, tonumber(ARGV[1]), ARGV[2], redis_now_us() / 1000)
 if state then
   store_token_bucket(key, state)
 end

@@ -1,4 +1,4 @@
--- Sliding log, one caller's log of a keyed policy (arguments: lua/keyed/common.lua,
--- decision: lua/lib/sliding_log.lua, both loaded ahead of this). The bucket is the sorted
--- set of grants itself; it expires with its newest entry.
-return finish(sliding_log_decide(bucket, max_permits, param, now_us, permits, extra, enabled))
+-- Sliding log, one caller's log of a keyed policy: the arguments and replies of
+-- lua/lib/keyed.lua, the acquire sliding_log_keyed (lua/lib/sliding_log.lua), both loaded
+-- ahead of this and shared with acquire_batch.lua.
+return keyed_acquire(sliding_log_keyed, KEYS[1], ARGV, 1, redis_now_us())

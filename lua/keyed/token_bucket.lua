@@ -1,10 +1,4 @@
--- Token bucket, one caller's bucket of a keyed policy (arguments: lua/keyed/common.lua,
--- decision: lua/lib/token_bucket.lua, state: lua/lib/keyed_token_bucket.lua, all loaded
--- ahead of this; token_bucket_batch.lua decides many the same way).
-local tokens, last = load_keyed_token_bucket(redis.call('GET', bucket))
-local reply, state = token_bucket_decide(tokens, last, max_permits, param, now, permits,
-  enabled)
-if state then
-  store_keyed_token_bucket(bucket, state, reply[4])
-end
-return finish(reply)
+-- Token bucket, one caller's bucket of a keyed policy: the arguments and replies of
+-- lua/lib/keyed.lua, the acquire token_bucket_keyed (lua/lib/keyed_token_bucket.lua, on
+-- lua/lib/token_bucket.lua), all loaded ahead of this and shared with acquire_batch.lua.
+return keyed_acquire(token_bucket_keyed, KEYS[1], ARGV, 1, redis_now_us())

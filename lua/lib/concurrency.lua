@@ -1,6 +1,7 @@
 -- Concurrency leases: taking and giving back, on a sorted set of the leases held (the
--- global script's <prefix>:{<policy>}:leases or a keyed bucket key). Loaded ahead of the
--- concurrency scripts; it only defines functions.
+-- global script's <prefix>:{<policy>}:leases or a keyed bucket key), and one acquire of
+-- each kind around them. Loaded ahead of the concurrency scripts and the batch script
+-- (after lib/acquire_gate.lua where they acquire); it only defines functions.
 --
 -- The set holds one member per permit held, "<app>|<lease id>|<i>" (i = 1..permits),
 -- score = its expiry in ms on Redis' clock. Expired members are reclaimed on every call,
@@ -113,3 +114,23 @@ local function concurrency_release(leases, max_permits, now, member_prefix)
   return {code, math.max(max_permits - held, 0), released, reset}
 end
 
+
+-- One acquire of a global policy (concurrency_acquire.lua documents its keys and
+-- replies): concurrency_global(key, leases, permits, app, lease_id, now_us).
+local function concurrency_global(key, leases, permits, app, lease_id, now_us)
+  local refused, policy = acquire_gate(key, 'concurrency', 'lease_ttl_ms', {}, permits, app)
+  if refused then
+    return refused
+  end
+  local reply = concurrency_acquire(leases, policy.max_permits, policy.param, now_us / 1000,
+    permits, app .. '|' .. (lease_id or '') .. '|', policy.enabled)
+  return decided(reply, policy)
+end
+
+-- One acquire on a caller's leases of a keyed policy (lib/keyed.lua calls it): the bucket
+-- is the sorted set of leases itself; it expires with its last lease.
+local function concurrency_keyed(bucket, permits, max_permits, ttl, enabled, member_prefix,
+    now_us)
+  return concurrency_acquire(bucket, max_permits, ttl, now_us / 1000, permits, member_prefix,
+    enabled)
+end

@@ -1,6 +1,7 @@
 -- The fixed window's decision, shared by the global script (a counter key beside the
--- policy's hash) and the keyed one (a bucket key of its own). Loaded ahead of them; it
--- only defines a function.
+-- policy's hash), the keyed one (a bucket key of its own) and the batch script: the
+-- decision, and one acquire of each kind around it. Loaded ahead of them (after
+-- lib/acquire_gate.lua); it only defines functions.
 --
 -- fixed_window_decide(stored_start, stored_count, max_permits, window, now_us, permits,
 --                     enabled)
@@ -44,3 +45,39 @@ local function fixed_window_decide(stored_start, stored_count, max_permits, wind
   return {-1, math.max(max_permits - count, 0), to_next, to_next}, nil, ttl
 end
 
+
+-- One acquire of a global policy (fixed_window.lua documents its keys and replies):
+-- fixed_window_global(key, counter, permits, app, _, now_us), the counter being
+-- <prefix>:{<policy name>}:fw.
+local function fixed_window_global(key, counter, permits, app, _, now_us)
+  local refused, policy = acquire_gate(key, 'fixed_window', 'window_ms', {}, permits, app)
+  if refused then
+    return refused
+  end
+  local c = redis.call('HMGET', counter, 'start', 'count')
+  local reply, state, ttl = fixed_window_decide(tonumber(c[1]), tonumber(c[2]),
+    policy.max_permits, policy.param, now_us, permits, policy.enabled)
+  if state then
+    redis.call('HSET', counter, 'start', state[1], 'count', state[2])
+    -- Expire with the window: at least 1 ms ahead, since now < start + window.
+    redis.call('PEXPIRE', counter, ttl)
+  end
+  return decided(reply, policy)
+end
+
+-- One acquire on a caller's counter of a keyed policy (lib/keyed.lua calls it). State: a
+-- string of two little-endian doubles, the window's start (ms) and its count, written
+-- only together with the expiry at the window's end.
+local function fixed_window_keyed(bucket, permits, max_permits, window, enabled, _, now_us)
+  local raw = redis.call('GET', bucket)
+  local start, count
+  if raw and #raw == 16 then
+    start, count = struct.unpack('<d<d', raw)
+  end
+  local reply, state, ttl = fixed_window_decide(start, count, max_permits, window, now_us,
+    permits, enabled)
+  if state then
+    redis.call('SET', bucket, struct.pack('<d<d', state[1], state[2]), 'PX', ttl)
+  end
+  return reply
+end

@@ -1,5 +1,7 @@
--- GCRA's decision, shared by the global script (tat in the policy's hash) and the keyed
--- one (tat in a bucket key of its own). Loaded ahead of them; it only defines a function.
+-- GCRA's decision, shared by the global script (tat in the policy's hash), the keyed one
+-- (tat in a bucket key of its own) and the batch script: the decision, and one acquire of
+-- each kind around it. Loaded ahead of them (after lib/acquire_gate.lua); it only defines
+-- functions.
 --
 -- With the emission interval T = 1000 / rate ms and the burst tolerance
 -- tau = (max_permits - 1) * T, a request of n permits is granted when
@@ -57,3 +59,39 @@ local function gcra_decide(tat, max_permits, rate, now, permits, enabled)
   return {-1, remaining_at(backlog), ceil_ms(needed - limit), ceil_ms(backlog)}, nil
 end
 
+
+-- One acquire of a global policy (gcra.lua documents its keys and replies):
+-- gcra_global(key, _, permits, app, _, now_us).
+local function gcra_global(key, _, permits, app, _, now_us)
+  local refused, policy = acquire_gate(key, 'gcra', 'rate', {'tat'}, permits, app)
+  if refused then
+    return refused
+  end
+  local reply, tat = gcra_decide(tonumber(policy.extra[1]), policy.max_permits, policy.param,
+    now_us / 1000, permits, policy.enabled)
+  if tat then
+    -- %.17g keeps every bit of a double; Redis' own conversion would round to 14 digits.
+    redis.call('HSET', key, 'tat', string.format('%.17g', tat))
+  end
+  return decided(reply, policy)
+end
+
+-- One acquire on a caller's bucket of a keyed policy (lib/keyed.lua calls it). State: a
+-- string of one little-endian double, the tat, expiring when it is reached.
+local function gcra_keyed(bucket, permits, max_permits, rate, enabled, _, now_us)
+  local raw = redis.call('GET', bucket)
+  local tat
+  if raw and #raw == 8 then
+    tat = struct.unpack('<d', raw)
+  end
+  local reply, new_tat = gcra_decide(tat, max_permits, rate, now_us / 1000, permits, enabled)
+  if new_tat then
+    if reply[4] <= 0 then
+      redis.call('DEL', bucket)
+    else
+      redis.call('SET', bucket, struct.pack('<d', new_tat), 'PX',
+        string.format('%d', reply[4] + 1))
+    end
+  end
+  return reply
+end

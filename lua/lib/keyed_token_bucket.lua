@@ -1,5 +1,6 @@
--- A keyed token bucket's stored state, shared by the keyed script (keyed/token_bucket.lua)
--- and the batch script (token_bucket_batch.lua). Loaded ahead of them; it only defines.
+-- A keyed token bucket's stored state, and one acquire on it, shared by the keyed script
+-- (keyed/token_bucket.lua) and the batch script (acquire_batch.lua). Loaded ahead of them
+-- (after lib/token_bucket.lua); it only defines.
 -- State: a string of two little-endian doubles, tokens and the ms of the last write,
 -- expiring when the bucket would be full again (a bucket that is gone starts full).
 --
@@ -20,4 +21,16 @@ local function store_keyed_token_bucket(key, state, reset_after_ms)
     redis.call('SET', key, struct.pack('<d<d', state[1], state[2]), 'PX',
       string.format('%d', reset_after_ms + 1))
   end
+end
+
+-- One acquire on a caller's bucket (lib/keyed.lua calls it; the batch script decides many
+-- on one bucket with the same three steps, reading and writing the bucket once).
+local function token_bucket_keyed(bucket, permits, max_permits, rate, enabled, _, now_us)
+  local tokens, last = load_keyed_token_bucket(redis.call('GET', bucket))
+  local reply, state = token_bucket_decide(tokens, last, max_permits, rate, now_us / 1000,
+    permits, enabled)
+  if state then
+    store_keyed_token_bucket(bucket, state, reply[4])
+  end
+  return reply
 end

@@ -1,6 +1,7 @@
 -- The sliding log's decision, on a sorted set of granted permits: the global script's
--- <prefix>:{<policy>}:log or a keyed bucket key. Loaded ahead of them; it only defines a
--- function.
+-- <prefix>:{<policy>}:log or a keyed bucket key; with one acquire of each kind around it,
+-- shared by those scripts and the batch script. Loaded ahead of them (after
+-- lib/acquire_gate.lua); it only defines functions.
 --
 -- sliding_log_decide(log, max_permits, window, now_us, permits, request_id, enabled)
 --   log  the sorted set: one member per granted permit, "<now_us>:<request id>:<i>" (i =
@@ -74,3 +75,22 @@ local function sliding_log_decide(log, max_permits, window, now_us, permits, req
   return {-1, math.max(max_permits - count, 0), retry, reset_after()}
 end
 
+
+-- One acquire of a global policy (sliding_log.lua documents its keys and replies):
+-- sliding_log_global(key, log, permits, app, request_id, now_us).
+local function sliding_log_global(key, log, permits, app, request_id, now_us)
+  local refused, policy = acquire_gate(key, 'sliding_log', 'window_ms', {}, permits, app)
+  if refused then
+    return refused
+  end
+  local reply = sliding_log_decide(log, policy.max_permits, policy.param, now_us, permits,
+    request_id or '', policy.enabled)
+  return decided(reply, policy)
+end
+
+-- One acquire on a caller's log of a keyed policy (lib/keyed.lua calls it): the bucket is
+-- the sorted set of grants itself; it expires with its newest entry.
+local function sliding_log_keyed(bucket, permits, max_permits, window, enabled, request_id,
+    now_us)
+  return sliding_log_decide(bucket, max_permits, window, now_us, permits, request_id, enabled)
+end

@@ -1,6 +1,7 @@
 -- The sliding window's decision (the two-counter approximation), shared by the global
--- script (state in the policy's hash) and the keyed one (a bucket key of its own). Loaded
--- ahead of them; it only defines a function.
+-- script (state in the policy's hash), the keyed one (a bucket key of its own) and the
+-- batch script: the decision, and one acquire of each kind around it. Loaded ahead of
+-- them (after lib/acquire_gate.lua); it only defines functions.
 --
 -- With windows aligned to multiples of window_ms on Redis time and `elapsed` the time
 -- since the current window started:
@@ -98,3 +99,38 @@ local function sliding_window_decide(stored_start, stored_curr, stored_prev, max
   return {-1, remaining_of(estimate), ceil_ms(retry_us), reset_after(curr, prev)}, nil
 end
 
+
+-- One acquire of a global policy (sliding_window.lua documents its keys and replies):
+-- sliding_window_global(key, _, permits, app, _, now_us).
+local function sliding_window_global(key, _, permits, app, _, now_us)
+  local refused, policy = acquire_gate(key, 'sliding_window', 'window_ms',
+    {'sw_start', 'sw_curr', 'sw_prev'}, permits, app)
+  if refused then
+    return refused
+  end
+  local reply, state = sliding_window_decide(tonumber(policy.extra[1]),
+    tonumber(policy.extra[2]), tonumber(policy.extra[3]), policy.max_permits, policy.param,
+    now_us, permits, policy.enabled)
+  if state then
+    redis.call('HSET', key, 'sw_start', state[1], 'sw_curr', state[2], 'sw_prev', state[3])
+  end
+  return decided(reply, policy)
+end
+
+-- One acquire on a caller's counters of a keyed policy (lib/keyed.lua calls it). State: a
+-- string of three little-endian doubles (window start in ms, this window's count, the
+-- previous window's), expiring after two windows (when both counts are 0 anyway).
+local function sliding_window_keyed(bucket, permits, max_permits, window, enabled, _, now_us)
+  local raw = redis.call('GET', bucket)
+  local start, curr, prev
+  if raw and #raw == 24 then
+    start, curr, prev = struct.unpack('<d<d<d', raw)
+  end
+  local reply, state = sliding_window_decide(start, curr, prev, max_permits, window, now_us,
+    permits, enabled)
+  if state then
+    redis.call('SET', bucket, struct.pack('<d<d<d', state[1], state[2], state[3]), 'PX',
+      2 * window + 1)
+  end
+  return reply
+end

@@ -1,5 +1,5 @@
 -- One acquire of a global token-bucket policy, from its hash's fields as read: shared by
--- the single script (token_bucket.lua) and the batch script (token_bucket_batch.lua), so
+-- the single script (token_bucket.lua) and the batch script (acquire_batch.lua), so
 -- that both decide exactly alike. Loaded after lib/token_bucket.lua; it only defines.
 --
 -- TOKEN_BUCKET_FIELDS  the hash fields to read, in this order, with HMGET
@@ -7,6 +7,7 @@
 --   h        the HMGET reply of TOKEN_BUCKET_FIELDS (the caller may keep it and update it
 --            with the state returned, to decide the next request on the same bucket)
 --   permits  a number or nil; app the caller's slug; now the ms of Redis' clock
+--            (lib/clock.lua's reading / 1000)
 -- Returns the reply {code, remaining, retry_after_ms, reset_after_ms, max_permits, version}
 -- (codes as token_bucket.lua documents them), and the state to store {tokens, last}, or
 -- nil when nothing is to be written.
@@ -51,12 +52,6 @@ local function token_bucket_global(h, permits, app, now)
     reply[1] = 3
   end
   return reply, state
-end
-
--- Redis time, in ms with the microseconds kept: every instance sees one clock.
-local function redis_now_ms()
-  local t = redis.call('TIME')
-  return tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000
 end
 
 -- Stores a bucket's state; %.17g keeps every bit of a double (Redis' own conversion would

@@ -194,15 +194,7 @@ impl Acquirer {
             caller,
             limits,
         };
-        let decided = match policy.algorithm() {
-            Algorithm::TokenBucket => {
-                self.batcher
-                    .acquire_keyed_token_bucket(&bucket, permits, app)
-                    .await
-            }
-            _ => self.limiter.acquire_keyed(&bucket, permits, app).await,
-        };
-        match decided {
+        match self.batcher.acquire_keyed(&bucket, permits, app).await {
             Ok(answer) => self.decided(name, caller, permits, answer),
             Err(e) => self.without_redis(app, name, Some(policy), e),
         }
@@ -221,14 +213,7 @@ impl Acquirer {
         // A policy not in the snapshot yet (created on another instance a moment ago) is
         // tried as a token bucket; the script redirects to the right one.
         let algorithm = policy.map_or(Algorithm::TokenBucket, PolicyEntry::algorithm);
-        let answer = match algorithm {
-            Algorithm::TokenBucket => {
-                self.batcher
-                    .acquire_token_bucket(name, permits, app)
-                    .await?
-            }
-            other => self.limiter.acquire(name, other, permits, app).await?,
-        };
+        let answer = self.batcher.acquire(name, algorithm, permits, app).await?;
         match (answer, policy) {
             (AcquireOutcome::NoSuchPolicy, Some(policy)) => {
                 tracing::warn!(policy = %name, "redis had lost the policy; restored it");

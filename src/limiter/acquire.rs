@@ -8,7 +8,8 @@ use crate::domain::{Algorithm, AppSlug, Permits, PolicyName};
 
 use redis::ScriptInvocation;
 
-use super::{Limiter, LimiterError, PolicyConfig, StateKey, scripts};
+use super::call::AcquireCall;
+use super::{Limiter, LimiterError, PolicyConfig, scripts};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Decision {
@@ -153,31 +154,8 @@ impl Limiter {
         permits: Permits,
         app: &AppSlug,
     ) -> (ScriptInvocation<'static>, Option<LeaseId>) {
-        let mut invocation = scripts::acquire_script(algorithm).key(self.keys.policy(name));
-        // Only the state key this algorithm's script takes: none for the token bucket,
-        // the sliding window and GCRA, whose state lives in the hash.
-        if let Some(which) = StateKey::of(algorithm) {
-            invocation.key(self.keys.state(name, which));
-        }
-        invocation.arg(permits.get()).arg(app.as_str());
-        let mut lease = None;
-        match algorithm {
-            Algorithm::SlidingLog => {
-                // Makes each grant's log members unique, even within one microsecond.
-                let request: u64 = rand::rng().random();
-                invocation.arg(format!("{request:016x}"));
-            }
-            Algorithm::Concurrency => {
-                let id = LeaseId::generate();
-                lease = Some(id);
-                invocation.arg(id.to_string());
-            }
-            Algorithm::TokenBucket
-            | Algorithm::FixedWindow
-            | Algorithm::SlidingWindow
-            | Algorithm::Gcra => {}
-        }
-        (invocation, lease)
+        let call = AcquireCall::global(self, name, algorithm, permits.get(), app);
+        (call.alone(), call.lease)
     }
 }
 

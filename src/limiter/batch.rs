@@ -1,10 +1,11 @@
-//! Natural batching of acquires on one Redis connection: the token-bucket acquires (of
-//! global policies, and of callers' buckets of keyed ones) that arrive while a call is in
-//! flight wait for it, then go together as one EVALSHA of `lua/token_bucket_batch.lua`,
-//! which decides them one after the other in arrival order, each as its single script
-//! would (they share `lua/lib/`). No timer: at low load an acquire goes alone at once,
-//! so its latency does not grow; under load a batch forms by itself, and Redis runs one
-//! script call for many acquires instead of one each.
+//! Natural batching of acquires on one Redis connection: the acquires (of global policies,
+//! and of callers' buckets of keyed ones, whatever their algorithm) that arrive while a
+//! call is in flight wait for it, then go together as one EVALSHA of
+//! `lua/acquire_batch.lua`, which decides them one after the other in arrival order, each
+//! as its single script would (they call the same functions of `lua/lib/`). No timer: at
+//! low load an acquire goes alone at once, as its own script, so its latency does not
+//! grow; under load a batch forms by itself, and Redis runs one script call for many
+//! acquires instead of one each.
 //!
 //! A batch is one call to one node, so only a single Redis node batches: on a cluster the
 //! policies of a batch would live in many slots, and each acquire goes alone as before.
@@ -16,6 +17,7 @@ use tokio::sync::{mpsc, oneshot};
 use crate::domain::{Algorithm, AppSlug, Permits, PolicyName};
 
 use super::acquire::{AcquireOutcome, WRONG_ALGORITHM, parse_reply};
+use super::call::AcquireCall;
 use super::keyed::in_mode;
 use super::{KeyedBucket, Limiter, LimiterError, scripts};
 
@@ -29,24 +31,8 @@ type Reply = Result<[i64; REPLY_LEN], LimiterError>;
 
 /// One acquire waiting for its turn.
 struct Job {
-    /// The policy's hash (global) or the caller's bucket (keyed).
-    key: String,
-    permits: i64,
-    kind: Kind,
+    call: AcquireCall,
     reply: oneshot::Sender<Reply>,
-}
-
-/// Whose bucket, with what the script needs to decide on it.
-enum Kind {
-    /// A global policy: its config is in its hash; the app is checked there.
-    Global { app: AppSlug },
-    /// A caller's bucket of a keyed policy: its limits from this instance's snapshot.
-    Keyed {
-        max_permits: i64,
-        rate: String,
-        enabled: bool,
-        version: i64,
-    },
 }
 
 /// The batching in front of one worker's connection. Its sender starts a task on the
@@ -65,38 +51,37 @@ impl Batcher {
         }
     }
 
-    /// Decides an acquire of a global token-bucket policy (or of a policy this instance
-    /// does not know yet): in a batch with the acquires around it, or alone. A policy that
-    /// uses another algorithm in Redis is decided by its own script right after.
-    pub async fn acquire_token_bucket(
+    /// Decides an acquire of a global policy with the script of `algorithm` (what this
+    /// instance believes it uses; a token bucket for a policy it does not know yet): in a
+    /// batch with the acquires around it, or alone. A policy that uses another algorithm in
+    /// Redis is decided by its own script right after.
+    pub async fn acquire(
         &self,
         name: &PolicyName,
+        algorithm: Algorithm,
         permits: Permits,
         app: &AppSlug,
     ) -> Result<AcquireOutcome, LimiterError> {
         if self.limiter.conn.is_cluster() {
-            return self
-                .limiter
-                .acquire(name, Algorithm::TokenBucket, permits, app)
-                .await;
+            return self.limiter.acquire(name, algorithm, permits, app).await;
         }
-        let key = self.limiter.keys.policy(name);
-        let kind = Kind::Global { app: app.clone() };
-        let reply = self.decide(key, permits, kind).await?;
+        let call = AcquireCall::global(&self.limiter, name, algorithm, permits.get(), app);
+        let lease = call.lease;
+        let reply = self.decide(call).await?;
         match reply {
             [WRONG_ALGORITHM, index, ..] => {
                 let actual = Algorithm::from_index(index)
                     .ok_or_else(|| LimiterError::Reply(format!("{reply:?}")))?;
                 self.limiter.acquire(name, actual, permits, app).await
             }
-            _ => parse_reply(&reply, None, Algorithm::TokenBucket),
+            _ => parse_reply(&reply, lease, algorithm),
         }
     }
 
-    /// Decides an acquire on one caller's bucket of a keyed token-bucket policy, in a
-    /// batch with the acquires around it, or alone (on a cluster, always alone: the
-    /// buckets of a batch would be in many slots).
-    pub async fn acquire_keyed_token_bucket(
+    /// Decides an acquire on one caller's bucket of a keyed policy, in a batch with the
+    /// acquires around it, or alone (on a cluster, always alone: the buckets of a batch
+    /// would be in many slots).
+    pub async fn acquire_keyed(
         &self,
         bucket: &KeyedBucket<'_>,
         permits: Permits,
@@ -105,40 +90,29 @@ impl Batcher {
         if self.limiter.conn.is_cluster() {
             return self.limiter.acquire_keyed(bucket, permits, app).await;
         }
-        let kind = Kind::Keyed {
-            max_permits: bucket.limits.max_permits,
-            rate: bucket.limits.param(Algorithm::TokenBucket),
-            enabled: bucket.policy.enabled,
-            version: bucket.policy.version,
-        };
-        let reply = self
-            .decide(self.limiter.keyed_key(bucket), permits, kind)
-            .await?;
-        let outcome = parse_reply(&reply, None, Algorithm::TokenBucket)?;
+        let call = AcquireCall::keyed(
+            &self.limiter,
+            bucket,
+            permits.get(),
+            bucket.policy.enabled,
+            app,
+        );
+        let (lease, algorithm) = (call.lease, call.algorithm());
+        let reply = self.decide(call).await?;
+        let outcome = parse_reply(&reply, lease, algorithm)?;
         Ok(in_mode(outcome, bucket.policy.mode))
     }
 
     /// Queues one acquire (starting the sending task at the first) and waits for its reply.
-    async fn decide(
-        &self,
-        key: String,
-        permits: Permits,
-        kind: Kind,
-    ) -> Result<[i64; REPLY_LEN], LimiterError> {
+    async fn decide(&self, call: AcquireCall) -> Result<[i64; REPLY_LEN], LimiterError> {
         let queue = self.queue.get_or_init(|| {
             let (sender, receiver) = mpsc::unbounded_channel();
             tokio::spawn(send_batches(self.limiter.clone(), receiver));
             sender
         });
         let (reply, answer) = oneshot::channel();
-        let job = Job {
-            key,
-            permits: permits.get(),
-            kind,
-            reply,
-        };
         let stopped = || LimiterError::Reply("the acquire batcher stopped".to_owned());
-        queue.send(job).map_err(|_| stopped())?;
+        queue.send(Job { call, reply }).map_err(|_| stopped())?;
         answer.await.map_err(|_| stopped())?
     }
 }
@@ -155,7 +129,7 @@ async fn send_batches(limiter: Limiter, mut queue: mpsc::UnboundedReceiver<Job>)
                 Err(_) => break,
             }
         }
-        let replies = limiter.decide_token_buckets(&jobs).await;
+        let replies = limiter.decide_batch(&jobs).await;
         let replies = replies.and_then(|flat| {
             if flat.len() == jobs.len() * REPLY_LEN {
                 Ok(flat)
@@ -185,41 +159,15 @@ async fn send_batches(limiter: Limiter, mut queue: mpsc::UnboundedReceiver<Job>)
 }
 
 impl Limiter {
-    /// One call for `jobs`: the single script for one, the batch script for more.
-    async fn decide_token_buckets(&self, jobs: &[Job]) -> Result<Vec<i64>, LimiterError> {
+    /// One call for `jobs`: an acquire's own script for one, the batch script for more.
+    async fn decide_batch(&self, jobs: &[Job]) -> Result<Vec<i64>, LimiterError> {
         let mut conn = self.conn.clone();
         let invocation = match jobs {
-            [
-                Job {
-                    key,
-                    permits,
-                    kind: Kind::Global { app },
-                    ..
-                },
-            ] => {
-                let mut one = scripts::TOKEN_BUCKET.key(key);
-                one.arg(permits).arg(app.as_str());
-                one
-            }
+            [one] => one.call.alone(),
             _ => {
-                let mut many = scripts::TOKEN_BUCKET_BATCH.prepare_invoke();
+                let mut many = scripts::ACQUIRE_BATCH.prepare_invoke();
                 for job in jobs {
-                    many.key(&job.key);
-                    match &job.kind {
-                        Kind::Global { app } => many.arg("g").arg(job.permits).arg(app.as_str()),
-                        Kind::Keyed {
-                            max_permits,
-                            rate,
-                            enabled,
-                            version,
-                        } => many
-                            .arg("k")
-                            .arg(job.permits)
-                            .arg(max_permits)
-                            .arg(rate)
-                            .arg(if *enabled { "1" } else { "0" })
-                            .arg(version),
-                    };
+                    job.call.add_to_batch(&mut many);
                 }
                 many
             }

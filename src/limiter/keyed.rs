@@ -4,12 +4,12 @@
 //! algorithm, scope or window starts them afresh (old buckets expire by themselves). The
 //! policy's config comes from the instance with each call (`lua/keyed/`).
 
-use rand::Rng;
 use sha2::{Digest, Sha256};
 
 use crate::domain::{Algorithm, AppSlug, Mode, Permits};
 
 use super::acquire::{AcquireOutcome, Decision, LeaseId, parse_reply};
+use super::call::AcquireCall;
 use super::{Limiter, LimiterError, PolicyConfig, ReleaseOutcome, scripts};
 
 /// The limits one caller's bucket is decided under: the policy's, or an override's.
@@ -182,31 +182,8 @@ impl Limiter {
         enabled: bool,
         app: &AppSlug,
     ) -> (redis::ScriptInvocation<'static>, Option<LeaseId>) {
-        let algorithm = bucket.policy.algorithm;
-        let mut invocation = scripts::keyed_acquire_script(algorithm).key(self.keyed_key(bucket));
-        invocation
-            .arg(permits)
-            .arg(bucket.limits.max_permits)
-            .arg(bucket.limits.param(algorithm))
-            .arg(if enabled { "1" } else { "0" })
-            .arg(bucket.policy.version);
-        let mut lease = None;
-        match algorithm {
-            Algorithm::SlidingLog => {
-                let request: u64 = rand::rng().random();
-                invocation.arg(format!("{request:016x}"));
-            }
-            Algorithm::Concurrency => {
-                let id = LeaseId::generate();
-                lease = Some(id);
-                invocation.arg(format!("{app}|{id}|"));
-            }
-            Algorithm::TokenBucket
-            | Algorithm::FixedWindow
-            | Algorithm::SlidingWindow
-            | Algorithm::Gcra => {}
-        }
-        (invocation, lease)
+        let call = AcquireCall::keyed(self, bucket, permits, enabled, app);
+        (call.alone(), call.lease)
     }
 }
 

@@ -3,6 +3,7 @@
 
 mod acquire;
 mod batch;
+mod call;
 mod changes;
 mod connection;
 mod keyed;

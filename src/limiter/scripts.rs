@@ -78,30 +78,42 @@ macro_rules! script {
     };
 }
 
-// Global policies: config and state in the policy's hash (and a state key beside it).
-// `lib/acquire_gate.lua` holds the checks the algorithms beyond the token bucket share;
-// `lib/<algorithm>.lua` each algorithm's decision, shared with its keyed script.
+// Every acquire reads Redis' clock with `lib/clock.lua`. Global policies: config and state
+// in the policy's hash (and a state key beside it). `lib/acquire_gate.lua` holds the
+// checks the algorithms beyond the token bucket share; `lib/<algorithm>.lua` each
+// algorithm's decision and its acquire, global and keyed, which its single scripts and
+// the batch script call (one source of truth per algorithm).
 script!(
     TOKEN_BUCKET,
     [
+        "lib/clock.lua",
         "lib/token_bucket.lua",
         "lib/token_bucket_global.lua",
         "token_bucket.lua"
     ]
 );
-// Acquires of global token-bucket policies that arrived together, in one call.
+// Acquires that arrived together, of any policies and algorithms, in one call.
 script!(
-    TOKEN_BUCKET_BATCH,
+    ACQUIRE_BATCH,
     [
+        "lib/clock.lua",
+        "lib/acquire_gate.lua",
+        "lib/keyed.lua",
         "lib/token_bucket.lua",
         "lib/token_bucket_global.lua",
         "lib/keyed_token_bucket.lua",
-        "token_bucket_batch.lua"
+        "lib/fixed_window.lua",
+        "lib/sliding_log.lua",
+        "lib/sliding_window.lua",
+        "lib/concurrency.lua",
+        "lib/gcra.lua",
+        "acquire_batch.lua"
     ]
 );
 script!(
     FIXED_WINDOW,
     [
+        "lib/clock.lua",
         "lib/acquire_gate.lua",
         "lib/fixed_window.lua",
         "fixed_window.lua"
@@ -110,6 +122,7 @@ script!(
 script!(
     SLIDING_LOG,
     [
+        "lib/clock.lua",
         "lib/acquire_gate.lua",
         "lib/sliding_log.lua",
         "sliding_log.lua"
@@ -118,6 +131,7 @@ script!(
 script!(
     SLIDING_WINDOW,
     [
+        "lib/clock.lua",
         "lib/acquire_gate.lua",
         "lib/sliding_window.lua",
         "sliding_window.lua"
@@ -126,72 +140,84 @@ script!(
 script!(
     CONCURRENCY_ACQUIRE,
     [
+        "lib/clock.lua",
         "lib/acquire_gate.lua",
         "lib/concurrency.lua",
         "concurrency_acquire.lua"
     ]
 );
+// (The gate is loaded too, though a release passes no gate: the library's acquires use it.)
 script!(
     CONCURRENCY_RELEASE,
-    ["lib/concurrency.lua", "concurrency_release.lua"]
+    [
+        "lib/acquire_gate.lua",
+        "lib/concurrency.lua",
+        "concurrency_release.lua"
+    ]
 );
-script!(GCRA, ["lib/acquire_gate.lua", "lib/gcra.lua", "gcra.lua"]);
+script!(
+    GCRA,
+    [
+        "lib/clock.lua",
+        "lib/acquire_gate.lua",
+        "lib/gcra.lua",
+        "gcra.lua"
+    ]
+);
 script!(SYNC_POLICY, ["sync_policy.lua"]);
 script!(POLICY_STATE, ["lib/policy_state.lua", "policy_state.lua"]);
 script!(POLICIES_LIVE, ["lib/policy_state.lua", "policies_live.lua"]);
 script!(DELETE_IF_STALE, ["delete_if_stale.lua"]);
 
 // Keyed policies (per_app, per_key): one bucket key per caller, the config in ARGV
-// (`keyed/common.lua`), the same decisions.
-script!(
+// (`lib/keyed.lua`), the same algorithms' libraries (the gate is loaded because their
+// global acquires use it; a keyed acquire passes none).
+macro_rules! keyed_script {
+    ($name:ident, [$($file:literal),+]) => {
+        script!(
+            $name,
+            [
+                "lib/clock.lua",
+                "lib/acquire_gate.lua",
+                "lib/keyed.lua",
+                $($file),+
+            ]
+        );
+    };
+}
+keyed_script!(
     KEYED_TOKEN_BUCKET,
     [
         "lib/token_bucket.lua",
         "lib/keyed_token_bucket.lua",
-        "keyed/common.lua",
         "keyed/token_bucket.lua"
     ]
 );
-script!(
+keyed_script!(
     KEYED_FIXED_WINDOW,
-    [
-        "lib/fixed_window.lua",
-        "keyed/common.lua",
-        "keyed/fixed_window.lua"
-    ]
+    ["lib/fixed_window.lua", "keyed/fixed_window.lua"]
 );
-script!(
+keyed_script!(
     KEYED_SLIDING_LOG,
-    [
-        "lib/sliding_log.lua",
-        "keyed/common.lua",
-        "keyed/sliding_log.lua"
-    ]
+    ["lib/sliding_log.lua", "keyed/sliding_log.lua"]
 );
-script!(
+keyed_script!(
     KEYED_SLIDING_WINDOW,
-    [
-        "lib/sliding_window.lua",
-        "keyed/common.lua",
-        "keyed/sliding_window.lua"
-    ]
+    ["lib/sliding_window.lua", "keyed/sliding_window.lua"]
 );
-script!(
+keyed_script!(
     KEYED_CONCURRENCY_ACQUIRE,
-    [
-        "lib/concurrency.lua",
-        "keyed/common.lua",
-        "keyed/concurrency_acquire.lua"
-    ]
+    ["lib/concurrency.lua", "keyed/concurrency_acquire.lua"]
 );
 script!(
     KEYED_CONCURRENCY_RELEASE,
-    ["lib/concurrency.lua", "keyed/concurrency_release.lua"]
+    [
+        "lib/acquire_gate.lua",
+        "lib/concurrency.lua",
+        "keyed/concurrency_release.lua"
+    ]
 );
-script!(
-    KEYED_GCRA,
-    ["lib/gcra.lua", "keyed/common.lua", "keyed/gcra.lua"]
-);
+keyed_script!(KEYED_GCRA, ["lib/gcra.lua", "keyed/gcra.lua"]);
 
 /// The keyed acquire script of an algorithm.
 pub fn keyed_acquire_script(algorithm: Algorithm) -> &'static LuaScript {

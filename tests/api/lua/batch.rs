@@ -1,14 +1,16 @@
-//! Batched acquires (src/limiter/batch.rs, lua/token_bucket_batch.lua): acquires that
-//! wait together go as one call, and each gets the answer the single script would have
-//! given it in the same order: the same decision and remaining permits, the same times up
-//! to the milliseconds that passed between the calls.
+//! Batched acquires (src/limiter/batch.rs, lua/acquire_batch.lua): acquires that wait
+//! together go as one call, whatever their policies, algorithms, scopes and permits, and
+//! each gets the answer the single script would have given it in the same order: the same
+//! decision and remaining permits, the same times up to the milliseconds that passed
+//! between the calls.
 
 use std::time::{Duration, Instant};
 
 use futures_util::future::join_all;
 use prometheus::IntCounter;
 use ratekeeper::domain::{
-    Algorithm, AppSlug, FailureMode, MaxPermits, Mode, Permits, PolicyName, PolicySpec, Rate, Scope,
+    Algorithm, AppSlug, FailureMode, MaxPermits, Millis, Mode, Permits, PolicyName, PolicySpec,
+    Rate, Scope,
 };
 use ratekeeper::limiter::{
     AcquireOutcome, Batcher, BucketLimits, KeyedBucket, Limiter, PolicyConfig,
@@ -20,18 +22,23 @@ fn slug(s: &str) -> AppSlug {
     AppSlug::parse(s).unwrap()
 }
 
-/// A policy of shop's, open to shop only.
+/// A policy of shop's, open to shop only. Its rate or window is slow enough (a permit per
+/// 1,000 s, an hour) that nothing refills while the test runs.
 fn policy(name: &str, algorithm: Algorithm, max_permits: i64) -> PolicySpec {
+    let hour = || Millis::parse_field("window_ms", 3_600_000).unwrap();
     PolicySpec {
         name: PolicyName::parse(name).unwrap(),
         owner_app: slug("shop"),
         algorithm,
-        rate: (algorithm == Algorithm::TokenBucket)
+        rate: matches!(algorithm, Algorithm::TokenBucket | Algorithm::Gcra)
             .then(|| Rate::parse_field("rate", 0.001).unwrap()),
         max_permits: MaxPermits::parse_field("max_permits", max_permits).unwrap(),
-        window_ms: (algorithm == Algorithm::FixedWindow)
-            .then(|| ratekeeper::domain::Millis::parse_field("window_ms", 3_600_000).unwrap()),
-        lease_ttl_ms: None,
+        window_ms: matches!(
+            algorithm,
+            Algorithm::FixedWindow | Algorithm::SlidingLog | Algorithm::SlidingWindow
+        )
+        .then(hour),
+        lease_ttl_ms: (algorithm == Algorithm::Concurrency).then(hour),
         allowed_apps: vec![slug("shop")],
         failure_mode: FailureMode::Closed,
         enabled: true,
@@ -43,8 +50,31 @@ fn policy(name: &str, algorithm: Algorithm, max_permits: i64) -> PolicySpec {
     }
 }
 
-/// The policies both limiters hold: plain, disabled, shadow, another app's, another
-/// algorithm's (the batch redirects it to its own script).
+/// A policy of each algorithm, global and per_key.
+fn every_algorithm() -> Vec<PolicySpec> {
+    let mut specs = Vec::new();
+    for (name, algorithm) in [
+        ("fw", Algorithm::FixedWindow),
+        ("log", Algorithm::SlidingLog),
+        ("sw", Algorithm::SlidingWindow),
+        ("lease", Algorithm::Concurrency),
+        ("gcra", Algorithm::Gcra),
+    ] {
+        specs.push(policy(name, algorithm, 2));
+        let mut keyed = policy(&format!("{name}.key"), algorithm, 2);
+        keyed.scope = Scope::PerKey;
+        specs.push(keyed);
+    }
+    let mut disabled = policy("fw.off", Algorithm::FixedWindow, 1);
+    disabled.enabled = false;
+    let mut shadow = policy("gcra.shadow", Algorithm::Gcra, 1);
+    shadow.mode = Mode::Shadow;
+    specs.extend([disabled, shadow]);
+    specs
+}
+
+/// The policies both limiters hold: plain, disabled, shadow, another app's, of every
+/// algorithm, global and keyed.
 fn policies() -> Vec<PolicyConfig> {
     let mut disabled = policy("disabled", Algorithm::TokenBucket, 3);
     disabled.enabled = false;
@@ -67,14 +97,20 @@ fn policies() -> Vec<PolicyConfig> {
         theirs,
         policy("windowed", Algorithm::FixedWindow, 2),
     ]
+    .into_iter()
+    .chain(every_algorithm())
+    .collect::<Vec<_>>()
     .iter()
     .map(|spec| PolicyConfig::new(spec, 1, 1))
     .collect()
 }
 
 /// The acquires, in arrival order: (policy, permits, app), and a caller's key for the
-/// keyed policies.
-const REQUESTS: [(&str, i64, &str); 29] = [
+/// keyed policies. A policy is asked for with the algorithm the limiter's config says,
+/// except "?name": as a token bucket, as an instance that has not heard of the policy yet
+/// asks (Redis answers with its algorithm, and its own script decides it, after the
+/// batch).
+const REQUESTS: [(&str, i64, &str); 60] = [
     ("per.key:ann", 1, "shop"),
     ("per.key:ann", 2, "shop"),
     ("per.key:bob", 4, "shop"), // above max_permits
@@ -95,16 +131,61 @@ const REQUESTS: [(&str, i64, &str); 29] = [
     ("hot", 2, "shop"),
     ("missing", 1, "shop"), // no such policy
     ("windowed", 1, "shop"),
-    ("cold", 2, "shop"), // denied: 1 left
-    ("hot", 1, "shop"),  // denied: 0 left
+    ("cold", 2, "shop"),      // denied: 1 left
+    ("?windowed", 1, "shop"), // asked as a token bucket
+    ("hot", 1, "shop"),       // denied: 0 left
     ("shadow", 1, "shop"),
+    ("fw", 1, "shop"),
+    ("log", 2, "shop"),
+    ("sw", 1, "shop"),
+    ("lease", 1, "shop"),
+    ("gcra", 1, "shop"),
+    ("fw.key:ann", 2, "shop"),
+    ("log.key:ann", 1, "shop"),
+    ("sw.key:ann", 3, "shop"), // above max_permits
+    ("lease.key:ann", 2, "shop"),
+    ("gcra.key:ann", 1, "shop"),
+    ("fw", 2, "shop"),  // denied: 1 left
+    ("log", 1, "shop"), // denied
+    ("sw", 1, "shop"),
+    ("lease", 1, "shop"),
+    ("gcra", 1, "shop"),
+    ("fw", 1, "theirs"),       // not allowed
+    ("gcra", 3, "shop"),       // above max_permits
+    ("fw.key:ann", 1, "shop"), // denied
+    ("log.key:ann", 1, "shop"),
+    ("log.key:ann", 1, "shop"), // denied
+    ("sw.key:ann", 2, "shop"),
+    ("sw.key:ann", 1, "shop"),    // denied
+    ("lease.key:ann", 1, "shop"), // denied
+    ("lease.key:bob", 1, "shop"),
+    ("gcra.key:ann", 2, "shop"), // denied: 1 left
+    ("gcra.key:ann", 1, "shop"),
+    ("sw", 1, "shop"),     // denied
+    ("lease", 1, "shop"),  // denied
+    ("gcra", 1, "shop"),   // denied
+    ("fw.off", 1, "shop"), // unenforced
+    ("fw.off", 1, "shop"),
+    ("gcra.shadow", 1, "shop"),
+    ("gcra.shadow", 1, "shop"), // would deny
+    ("?gcra", 1, "shop"),       // asked as a token bucket: denied by GCRA
     ("windowed", 1, "shop"),
-    ("cold", 1, "shop"),
     ("windowed", 1, "shop"), // denied
-    ("disabled", 1, "shop"),
-    ("shadow", 1, "shop"), // would deny
-    ("cold", 1, "shop"),   // denied
 ];
+
+/// The policy a request names, and the algorithm it is asked for with.
+fn asked(configs: &[PolicyConfig], name: &str) -> (PolicyName, Algorithm) {
+    let (name, stale) = match name.strip_prefix('?') {
+        Some(name) => (name, true),
+        None => (name, false),
+    };
+    let name = name.split(':').next().unwrap();
+    let algorithm = match configs.iter().find(|c| c.name.as_str() == name) {
+        Some(config) if !stale => config.algorithm,
+        _ => Algorithm::TokenBucket,
+    };
+    (PolicyName::parse(name).unwrap(), algorithm)
+}
 
 /// "policy:caller" names a keyed policy's caller: its config and the caller.
 fn keyed<'a>(configs: &'a [PolicyConfig], name: &'a str) -> Option<(&'a PolicyConfig, &'a str)> {
@@ -165,9 +246,17 @@ async fn a_batch_answers_each_acquire_as_the_single_script_in_that_order() {
     let single_calls = IntCounter::new("single", "calls").unwrap();
     let (single, single_prefix) = limiter_with_policies(&single_calls).await;
     let configs = policies();
-    let mut expected = Vec::new();
+    // The order the batch decides them in: a request asked for with another algorithm
+    // than its policy's is answered so by the batch, and decided by its own script right
+    // after it (without batching too, the requests that came between its two calls went
+    // first). So the single scripts take those last.
+    let (fresh, stale): (Vec<usize>, Vec<usize>) =
+        (0..REQUESTS.len()).partition(|&i| !REQUESTS[i].0.starts_with('?'));
+    let order: Vec<usize> = fresh.into_iter().chain(stale).collect();
+    let mut expected = vec![(String::new(), 0, 0); REQUESTS.len()];
     let started = Instant::now();
-    for (name, permits, app) in REQUESTS {
+    for &i in &order {
+        let (name, permits, app) = REQUESTS[i];
         let permits = Permits::parse(permits).unwrap();
         let outcome = match keyed(&configs, name) {
             Some((config, caller)) => {
@@ -175,11 +264,11 @@ async fn a_batch_answers_each_acquire_as_the_single_script_in_that_order() {
                 single.acquire_keyed(&bucket, permits, &slug(app)).await
             }
             None => {
-                let name = PolicyName::parse(name).unwrap();
-                (single.acquire(&name, Algorithm::TokenBucket, permits, &slug(app))).await
+                let (name, algorithm) = asked(&configs, name);
+                (single.acquire(&name, algorithm, permits, &slug(app))).await
             }
         };
-        expected.push(comparable(&outcome.unwrap()));
+        expected[i] = comparable(&outcome.unwrap());
     }
 
     let batch_calls = IntCounter::new("batch", "calls").unwrap();
@@ -188,9 +277,9 @@ async fn a_batch_answers_each_acquire_as_the_single_script_in_that_order() {
     let batcher = Batcher::new(batched);
     // On this one-thread runtime every acquire is queued before the batcher's task first
     // runs: they all wait together, as acquires do while a call is in flight.
-    let names: Vec<PolicyName> = REQUESTS
+    let names: Vec<(PolicyName, Algorithm)> = REQUESTS
         .iter()
-        .map(|(name, ..)| PolicyName::parse(name.split(':').next().unwrap()).unwrap())
+        .map(|(name, ..)| asked(&configs, name))
         .collect();
     let apps: Vec<AppSlug> = REQUESTS.iter().map(|(.., app)| slug(app)).collect();
     let buckets: Vec<Option<KeyedBucket<'_>>> = REQUESTS
@@ -202,12 +291,8 @@ async fn a_batch_answers_each_acquire_as_the_single_script_in_that_order() {
         let (batcher, name, app, bucket) = (&batcher, &names[i], &apps[i], &buckets[i]);
         async move {
             match bucket {
-                Some(bucket) => {
-                    batcher
-                        .acquire_keyed_token_bucket(bucket, permits, app)
-                        .await
-                }
-                None => batcher.acquire_token_bucket(name, permits, app).await,
+                Some(bucket) => batcher.acquire_keyed(bucket, permits, app).await,
+                None => batcher.acquire(&name.0, name.1, permits, app).await,
             }
         }
     }))
@@ -229,10 +314,10 @@ async fn a_batch_answers_each_acquire_as_the_single_script_in_that_order() {
             );
         }
     }
-    // One call for the batch, and one per acquire of the fixed-window policy (the batch
-    // answers that it uses another algorithm, and its own script decides it).
-    let windowed = REQUESTS.iter().filter(|(n, ..)| *n == "windowed").count() as u64;
-    assert_eq!(batch_calls.get() - pushes, 1 + windowed);
+    // One call for the batch, and one per acquire asked for with another algorithm than
+    // the policy's (the batch answers with the policy's, and its own script decides it).
+    let stale = REQUESTS.iter().filter(|(n, ..)| n.starts_with('?')).count() as u64;
+    assert_eq!(batch_calls.get() - pushes, 1 + stale);
 
     for prefix in [single_prefix, batch_prefix] {
         delete_keys(&prefix).await;
