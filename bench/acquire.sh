@@ -18,7 +18,7 @@
 #   i) wrk: POST /v1/acquire of the same example: parse, one EVALSHA of the same token
 #      bucket script, reply (the bare one-script-per-request handler)
 # and once, after the rounds:
-#   e) redis-benchmark: EVALSHA of lua/token_bucket.lua (with lua/lib/token_bucket.lua)
+#   e) redis-benchmark: EVALSHA of lua/token_bucket.lua (with the lua/lib/ files it loads)
 #      straight against Redis
 # In round 1 only: the Redis memory around f and b, of the keyed buckets (MEMORY USAGE of
 # a sample) and of the top callers' sets; the server's VmRSS and VmHWM after each
@@ -261,7 +261,7 @@ ensure_tool redis-server redis-server
 ensure_tool redis-cli redis-tools
 ensure_tool redis-benchmark redis-tools
 
-for lua in lua/token_bucket.lua lua/lib/token_bucket.lua lua/lib/token_bucket_global.lua; do
+for lua in lua/token_bucket.lua lua/lib/clock.lua lua/lib/token_bucket.lua lua/lib/token_bucket_global.lua; do
     [[ -f $ROOT/$lua ]] || die "missing $ROOT/$lua"
 done
 for script in acquire_one.lua acquire_many.lua acquire_keyed.lua; do
@@ -815,8 +815,9 @@ stop_bare
 log "redis-benchmark: EVALSHA token_bucket.lua, $CONNECTIONS connections, $RB_REQUESTS requests"
 # The script as the server composes it (src/limiter/scripts.rs): the algorithm table (only
 # read when a policy changed algorithm, never here), the shared decision, the script.
-RB_SCRIPT=$(printf 'local ALGORITHM_INDEX = {}\n'; cat "$ROOT/lua/lib/token_bucket.lua" \
-    "$ROOT/lua/lib/token_bucket_global.lua" "$ROOT/lua/token_bucket.lua")
+RB_SCRIPT=$(printf 'local ALGORITHM_INDEX = {}\n'; cat "$ROOT/lua/lib/clock.lua" \
+    "$ROOT/lua/lib/token_bucket.lua" "$ROOT/lua/lib/token_bucket_global.lua" \
+    "$ROOT/lua/token_bucket.lua")
 SHA=$(rcli SCRIPT LOAD "$RB_SCRIPT") || die "SCRIPT LOAD failed"
 [[ $SHA =~ ^[0-9a-f]{40}$ ]] || die "SCRIPT LOAD answered '$SHA'"
 rcli HSET "$RB_KEY" max_permits 1000000000 rate 1000000 apps ",$APP," enabled 1 version 1 \

@@ -148,13 +148,14 @@ impl Eq for ByName {}
 
 #[derive(Default)]
 pub struct Snapshot {
-    keys: ArcSwap<HashMap<String, Arc<KeyEntry>>>,
+    /// By the SHA-256 of the key (the hex of it is what SQL stores).
+    keys: ArcSwap<HashMap<[u8; 32], Arc<KeyEntry>>>,
     policies: ArcSwap<HashSet<ByName>>,
 }
 
 impl Snapshot {
-    pub fn key(&self, key_hash: &str) -> Option<Arc<KeyEntry>> {
-        self.keys.load().get(key_hash).cloned()
+    pub fn key(&self, digest: &[u8; 32]) -> Option<Arc<KeyEntry>> {
+        self.keys.load().get(digest).cloned()
     }
 
     pub fn policy(&self, name: &str) -> Option<Arc<PolicyEntry>> {
@@ -170,8 +171,13 @@ impl Snapshot {
                 tracing::error!(key_id = %grant.key_id, "api key of an invalid app slug ignored");
                 continue;
             };
+            let mut digest = [0u8; 32];
+            if hex::decode_to_slice(&grant.key_hash, &mut digest).is_err() {
+                tracing::error!(key_id = %grant.key_id, "api key of an invalid hash ignored");
+                continue;
+            }
             let used = old
-                .get(&grant.key_hash)
+                .get(&digest)
                 .map_or(0, |e| e.last_used_ms.load(Ordering::Relaxed));
             let entry = KeyEntry {
                 key_id: grant.key_id,
@@ -179,7 +185,7 @@ impl Snapshot {
                 expires_ms: grant.expires_ms,
                 last_used_ms: AtomicI64::new(used),
             };
-            next.insert(grant.key_hash, Arc::new(entry));
+            next.insert(digest, Arc::new(entry));
         }
         self.keys.store(Arc::new(next));
     }

@@ -82,6 +82,12 @@ pub fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, BodyError> {
             "the body must be one JSON object, {...}".into(),
         ));
     }
+    // The common case, a body that fits, read straight (serde_json also refuses anything
+    // but whitespace after the object); tracking the path costs on every field, so only
+    // a body that does not fit is read again with it, to say where.
+    if let Ok(value) = serde_json::from_slice(bytes) {
+        return Ok(value);
+    }
     let de = &mut serde_json::Deserializer::from_slice(bytes);
     let value = match serde_path_to_error::deserialize::<_, T>(&mut *de) {
         Ok(value) => value,

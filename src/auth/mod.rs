@@ -7,4 +7,4 @@ mod secrets;
 
 pub use password::{PasswordError, hash_password, verify_password};
 pub use permissions::{Actor, Permission};
-pub use secrets::{Secret, SecretKind, hash_secret};
+pub use secrets::{Secret, SecretKind, digest_secret, hash_secret};

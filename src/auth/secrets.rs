@@ -53,7 +53,13 @@ impl Secret {
 
 /// Lowercase hex SHA-256 of a presented secret: what the store and the snapshot hold.
 pub fn hash_secret(presented: &str) -> String {
-    hex::encode(Sha256::digest(presented.as_bytes()))
+    hex::encode(digest_secret(presented))
+}
+
+/// The SHA-256 of a secret as bytes: what the acquire path looks an API key up by, with
+/// no string made for it.
+pub fn digest_secret(presented: &str) -> [u8; 32] {
+    Sha256::digest(presented.as_bytes()).into()
 }
 
 #[cfg(test)]
