@@ -4,28 +4,31 @@
 -- acquire, global and keyed, is the function its single script calls (lua/lib/, loaded
 -- ahead of this), and all of them read the one clock reading of the batch.
 --
--- ARGV     per request, in order, its kind and then as many arguments as the kind takes:
+-- ARGV     per entry, in order: its kind, its count, then as many arguments as the kind
+--          takes:
 --            kind  the algorithm's number in ALGORITHM_INDEX for a global policy, minus
 --                  it for a caller's bucket of a keyed policy
+--            count how many identical requests, one after the other, the entry stands for
+--                  (1 for a sliding_log or concurrency request: each has its own id)
 --            global: permits, app slug, and for sliding_log and concurrency the request
 --                    or lease id (the single script's ARGV)
 --            keyed:  permits, max_permits, param, enabled, version, and for sliding_log
 --                    and concurrency the request id or lease members' prefix (the keyed
 --                    script's ARGV, lib/keyed.lua)
--- KEYS     per request, in order: the policy's hash and, for a global fixed_window,
+-- KEYS     per entry, in order: the policy's hash and, for a global fixed_window,
 --          sliding_log or concurrency policy, its state key (the single script's KEYS);
 --          the caller's bucket for a keyed policy
 --
--- Reply: 6 integers per request, in order: its single script's reply.
+-- Reply: 6 integers per request (count per entry), in order: its single script's reply.
 --
 -- The token bucket, the default and the most used, is also coalesced: a bucket asked for
 -- many times is read once and written once (the requests after the first see what those
 -- before them took), so a hot bucket costs one read and one write per batch, not per
--- request. The other algorithms read and write their state per request, as their single
--- scripts do. Redis runs this for every request of a batch: it allocates no table per
--- token-bucket request beyond the decision's own.
+-- request, and its decisions allocate nothing. The other algorithms read and write their
+-- state per request, as their single scripts do.
 local now_us = redis_now_us()
 local now = now_us / 1000
+local tonumber = tonumber -- a local: looked up for every argument
 local TOKEN_BUCKET = ALGORITHM_INDEX.token_bucket
 local SLIDING_LOG = ALGORITHM_INDEX.sliding_log
 local CONCURRENCY = ALGORITHM_INDEX.concurrency
@@ -47,81 +50,135 @@ local KEYED = {
 local STATE_KEY = {[ALGORITHM_INDEX.fixed_window] = true, [SLIDING_LOG] = true,
   [CONCURRENCY] = true}
 
-local hashes = {}   -- global token buckets: key -> HMGET reply, kept up to date
-local keyed = {}    -- keyed token buckets: key -> {tokens, last, reset_after_ms}
-local touched = {}  -- token buckets whose state is to be written at the end, in first-touch order
+-- Token buckets asked for in this batch, by key, their state kept up to date: a global
+-- one is its HMGET reply, tokens and last at 6 and 7 (where HMGET put them); a keyed one
+-- {tokens, last, reset_after_ms of its last grant (its expiry)}.
+local buckets = {}
+local TOKENS = {[TOKEN_BUCKET] = 6, [-TOKEN_BUCKET] = 1}
+local touched = {}  -- the token buckets to write at the end, in first-touch order
+local touched_kind = {} -- their kinds, by key
 local out = {}
 local n = 0         -- integers in out
-local a = 1         -- the request's first argument (its kind)
-local k = 1         -- the request's first key
+local a = 1         -- the entry's first argument (its kind)
+local k = 1         -- the entry's first key
 local args = #ARGV
+
+-- Decides `count` requests of `permits` on the token bucket b of `kind`, appending each
+-- reply, and keeps what the grants took in b (marked to be written at the end).
+local function token_bucket_run(kind, key, b, count, max_permits, rate, permits, enabled,
+    shadow, version)
+  local at = TOKENS[kind]
+  local tokens, last = tonumber(b[at]), tonumber(b[at + 1])
+  local granted_reset = nil
+  local r = 0
+  while r < count do
+    local code, remaining, retry, reset, t, l = token_bucket_decide(tokens, last, max_permits,
+      rate, now, permits, enabled)
+    if code == -1 and shadow then
+      code = 3
+    end
+    if t then
+      tokens, last, granted_reset = t, l, reset
+      r = r + 1
+    else
+      -- Nothing taken: the rest of the run, asking for as much at the same instant, gets
+      -- the same answer.
+      for _ = 2, count - r do
+        out[n + 1], out[n + 2], out[n + 3] = code, remaining, retry
+        out[n + 4], out[n + 5], out[n + 6] = reset, max_permits, version
+        n = n + 6
+      end
+      r = count
+    end
+    out[n + 1], out[n + 2], out[n + 3] = code, remaining, retry
+    out[n + 4], out[n + 5], out[n + 6] = reset, max_permits, version
+    n = n + 6
+  end
+  if granted_reset then
+    b[at], b[at + 1] = tokens, last
+    if kind == -TOKEN_BUCKET then
+      b[3] = granted_reset
+    end
+    if not touched_kind[key] then
+      touched_kind[key] = kind
+      touched[#touched + 1] = key
+    end
+  end
+end
+
+local function repeat_reply(reply, count)
+  for _ = 1, count do
+    out[n + 1], out[n + 2], out[n + 3] = reply[1], reply[2], reply[3]
+    out[n + 4], out[n + 5], out[n + 6] = reply[4], reply[5], reply[6]
+    n = n + 6
+  end
+end
+
 while a <= args do
   local kind = tonumber(ARGV[a])
+  local count = tonumber(ARGV[a + 1])
   local key = KEYS[k]
   local with_id = kind == SLIDING_LOG or kind == -SLIDING_LOG or kind == CONCURRENCY
     or kind == -CONCURRENCY
-  local reply, state
   if kind == TOKEN_BUCKET then
-    local h = hashes[key]
+    local permits = tonumber(ARGV[a + 2])
+    local h = buckets[key]
     if not h then
       h = redis.call('HMGET', key, unpack(TOKEN_BUCKET_FIELDS))
-      hashes[key] = h
+      buckets[key] = h
     end
-    reply, state = token_bucket_global(h, tonumber(ARGV[a + 1]), ARGV[a + 2], now)
-    if state then
-      if not h.touched then
-        h.touched = true
-        touched[#touched + 1] = key
-      end
-      h[6], h[7] = state[1], state[2]
+    local refused, max_permits, rate, version, enabled, shadow = token_bucket_gate(h,
+      ARGV[a + 3], permits)
+    if refused then
+      repeat_reply(refused, count)
+    else
+      token_bucket_run(kind, key, h, count, max_permits, rate, permits, enabled, shadow, version)
     end
   elseif kind == -TOKEN_BUCKET then
-    local permits, max_permits = tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2])
-    local version = tonumber(ARGV[a + 5]) or 0
-    reply = keyed_refusal(permits, max_permits, version)
-    if not reply then
-      local b = keyed[key]
+    local permits, max_permits = tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3])
+    local version = tonumber(ARGV[a + 6]) or 0
+    local refused = keyed_refusal(permits, max_permits, version)
+    if refused then
+      repeat_reply(refused, count)
+    else
+      local b = buckets[key]
       if not b then
         local tokens, last = load_keyed_token_bucket(redis.call('GET', key))
         b = {tokens, last}
-        keyed[key] = b
+        buckets[key] = b
       end
-      reply, state = token_bucket_decide(b[1], b[2], max_permits, tonumber(ARGV[a + 3]), now,
-        permits, ARGV[a + 4] ~= '0')
-      reply[5], reply[6] = max_permits, version
-      if state then
-        if not b[3] then
-          touched[#touched + 1] = key
-        end
-        b[1], b[2], b[3] = state[1], state[2], reply[4]
-      end
+      token_bucket_run(kind, key, b, count, max_permits, tonumber(ARGV[a + 4]), permits,
+        ARGV[a + 5] ~= '0', false, version)
     end
   elseif kind > 0 then
     local id = nil
     if with_id then
-      id = ARGV[a + 3]
+      id = ARGV[a + 4]
     end
     local state_key = nil
     if STATE_KEY[kind] then
       state_key = KEYS[k + 1]
     end
-    reply = GLOBAL[kind](key, state_key, tonumber(ARGV[a + 1]), ARGV[a + 2], id, now_us)
+    local decide = GLOBAL[kind]
+    local permits, app = tonumber(ARGV[a + 2]), ARGV[a + 3]
+    for _ = 1, count do
+      repeat_reply(decide(key, state_key, permits, app, id, now_us), 1)
+    end
   else
-    reply = keyed_acquire(KEYED[-kind], key, ARGV, a + 1, now_us)
+    for _ = 1, count do
+      repeat_reply(keyed_acquire(KEYED[-kind], key, ARGV, a + 2, now_us), 1)
+    end
   end
-  out[n + 1], out[n + 2], out[n + 3] = reply[1], reply[2], reply[3]
-  out[n + 4], out[n + 5], out[n + 6] = reply[4], reply[5], reply[6]
-  n = n + 6
-  -- On to the next request: a global one takes 2 arguments after its kind, a keyed one 5,
-  -- and each one more with an id.
+  -- On to the next entry: a global one takes 2 arguments after its kind and count, a keyed
+  -- one 5, and each one more with an id.
   if kind > 0 then
-    a = a + 3
+    a = a + 4
     k = k + 1
     if STATE_KEY[kind] then
       k = k + 1
     end
   else
-    a = a + 6
+    a = a + 7
     k = k + 1
   end
   if with_id then
@@ -129,12 +186,11 @@ while a <= args do
   end
 end
 for _, key in ipairs(touched) do
-  local h = hashes[key]
-  if h then
-    store_token_bucket(key, {h[6], h[7]})
+  local b = buckets[key]
+  if touched_kind[key] == -TOKEN_BUCKET then
+    store_keyed_token_bucket(key, b[1], b[2], b[3])
   else
-    local b = keyed[key]
-    store_keyed_token_bucket(key, {b[1], b[2]}, b[3])
+    store_token_bucket(key, b[6], b[7])
   end
 end
 return out

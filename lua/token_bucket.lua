@@ -25,8 +25,9 @@
 -- lib/token_bucket.lua, both loaded ahead of this.
 local key = KEYS[1]
 local h = redis.call('HMGET', key, unpack(TOKEN_BUCKET_FIELDS))
-local reply, state = token_bucket_global(h, tonumber(ARGV[1]), ARGV[2], redis_now_us() / 1000)
-if state then
-  store_token_bucket(key, state)
+local code, remaining, retry, reset, max_permits, version, tokens, last = token_bucket_global(h,
+  tonumber(ARGV[1]), ARGV[2], redis_now_us() / 1000)
+if tokens then
+  store_token_bucket(key, tokens, last)
 end
-return reply
+return {code, remaining, retry, reset, max_permits, version}

@@ -5,7 +5,7 @@
 -- expiring when the bucket would be full again (a bucket that is gone starts full).
 --
 -- load_keyed_token_bucket(raw)  the GET reply -> tokens, last (nil, nil: a new bucket)
--- store_keyed_token_bucket(key, state, reset_after_ms)  writes {tokens, last}, or deletes
+-- store_keyed_token_bucket(key, tokens, last, reset_after_ms)  writes the state, or deletes
 --   the key when the bucket is full again at once (nothing worth keeping)
 local function load_keyed_token_bucket(raw)
   if raw and #raw == 16 then
@@ -14,11 +14,11 @@ local function load_keyed_token_bucket(raw)
   return nil, nil
 end
 
-local function store_keyed_token_bucket(key, state, reset_after_ms)
+local function store_keyed_token_bucket(key, tokens, last, reset_after_ms)
   if reset_after_ms <= 0 then
     redis.call('DEL', key)
   else
-    redis.call('SET', key, struct.pack('<d<d', state[1], state[2]), 'PX',
+    redis.call('SET', key, struct.pack('<d<d', tokens, last), 'PX',
       string.format('%d', reset_after_ms + 1))
   end
 end
@@ -27,10 +27,11 @@ end
 -- on one bucket with the same three steps, reading and writing the bucket once).
 local function token_bucket_keyed(bucket, permits, max_permits, rate, enabled, _, now_us)
   local tokens, last = load_keyed_token_bucket(redis.call('GET', bucket))
-  local reply, state = token_bucket_decide(tokens, last, max_permits, rate, now_us / 1000,
-    permits, enabled)
-  if state then
-    store_keyed_token_bucket(bucket, state, reply[4])
+  local code, remaining, retry, reset
+  code, remaining, retry, reset, tokens, last = token_bucket_decide(tokens, last, max_permits,
+    rate, now_us / 1000, permits, enabled)
+  if tokens then
+    store_keyed_token_bucket(bucket, tokens, last, reset)
   end
-  return reply
+  return {code, remaining, retry, reset}
 end

@@ -7,16 +7,24 @@
 //! grow; under load a batch forms by itself, and Redis runs one script call for many
 //! acquires instead of one each.
 //!
-//! A batch is one call to one node, so only a single Redis node batches: on a cluster the
-//! policies of a batch would live in many slots, and each acquire goes alone as before.
+//! Identical acquires of one bucket (the same permits, app and limits) go as one entry
+//! with a count: a hot policy's batch sends its bucket's key and arguments once, and the
+//! script decides each acquire in turn without reading them again. On a Redis Cluster a
+//! script may only touch the keys of one hash slot, so a batch is one call per slot, the
+//! calls sent together (see `batch_plan.rs`).
 
 use std::sync::OnceLock;
 
+use futures_util::StreamExt;
+use futures_util::stream::FuturesUnordered;
+use redis::Cmd;
+use redis::cluster_routing::Slot;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::domain::{Algorithm, AppSlug, Permits, PolicyName};
 
 use super::acquire::{AcquireOutcome, WRONG_ALGORITHM, parse_reply};
+use super::batch_plan::{Entry, Plan};
 use super::call::AcquireCall;
 use super::keyed::in_mode;
 use super::{KeyedBucket, Limiter, LimiterError, scripts};
@@ -62,9 +70,6 @@ impl Batcher {
         permits: Permits,
         app: &AppSlug,
     ) -> Result<AcquireOutcome, LimiterError> {
-        if self.limiter.conn.is_cluster() {
-            return self.limiter.acquire(name, algorithm, permits, app).await;
-        }
         let call = AcquireCall::global(&self.limiter, name, algorithm, permits.get(), app);
         let lease = call.lease;
         let reply = self.decide(call).await?;
@@ -79,17 +84,13 @@ impl Batcher {
     }
 
     /// Decides an acquire on one caller's bucket of a keyed policy, in a batch with the
-    /// acquires around it, or alone (on a cluster, always alone: the buckets of a batch
-    /// would be in many slots).
+    /// acquires around it, or alone.
     pub async fn acquire_keyed(
         &self,
         bucket: &KeyedBucket<'_>,
         permits: Permits,
         app: &AppSlug,
     ) -> Result<AcquireOutcome, LimiterError> {
-        if self.limiter.conn.is_cluster() {
-            return self.limiter.acquire_keyed(bucket, permits, app).await;
-        }
         let call = AcquireCall::keyed(
             &self.limiter,
             bucket,
@@ -117,61 +118,152 @@ impl Batcher {
     }
 }
 
-/// Takes what is waiting (at most [`MAX_BATCH`]), sends it as one call, answers each
-/// acquire, and again, until every sender is gone.
+/// Takes what is waiting (at most [`MAX_BATCH`]), sends it, answers each acquire, and
+/// again, until every sender is gone.
 async fn send_batches(limiter: Limiter, mut queue: mpsc::UnboundedReceiver<Job>) {
-    let mut jobs: Vec<Job> = Vec::with_capacity(MAX_BATCH);
+    let mut calls: Vec<AcquireCall> = Vec::with_capacity(MAX_BATCH);
+    let mut waiting: Vec<Option<oneshot::Sender<Reply>>> = Vec::with_capacity(MAX_BATCH);
     while let Some(first) = queue.recv().await {
-        jobs.push(first);
-        while jobs.len() < MAX_BATCH {
-            match queue.try_recv() {
-                Ok(job) => jobs.push(job),
-                Err(_) => break,
+        let mut next = Some(first);
+        while let Some(job) = next.take() {
+            calls.push(job.call);
+            waiting.push(Some(job.reply));
+            if calls.len() < MAX_BATCH {
+                next = queue.try_recv().ok();
             }
         }
-        let replies = limiter.decide_batch(&jobs).await;
-        let replies = replies.and_then(|flat| {
-            if flat.len() == jobs.len() * REPLY_LEN {
-                Ok(flat)
-            } else {
-                Err(LimiterError::Reply(format!(
-                    "{} integers for {} acquires",
-                    flat.len(),
-                    jobs.len()
-                )))
-            }
-        });
-        match replies {
-            Ok(flat) => {
-                for (job, reply) in jobs.drain(..).zip(flat.chunks_exact(REPLY_LEN)) {
-                    let reply: [i64; REPLY_LEN] = reply.try_into().expect("chunks of 6");
-                    // A request that gave up waiting has dropped its receiver: nothing to do.
-                    let _ = job.reply.send(Ok(reply));
-                }
-            }
-            Err(e) => {
-                for job in jobs.drain(..) {
-                    let _ = job.reply.send(Err(e.clone()));
-                }
-            }
-        }
+        limiter.decide_all(&calls, &mut waiting).await;
+        calls.clear();
+        waiting.clear();
     }
 }
 
 impl Limiter {
-    /// One call for `jobs`: an acquire's own script for one, the batch script for more.
-    async fn decide_batch(&self, jobs: &[Job]) -> Result<Vec<i64>, LimiterError> {
-        let mut conn = self.conn.clone();
-        let invocation = match jobs {
-            [one] => one.call.alone(),
-            _ => {
-                let mut many = scripts::ACQUIRE_BATCH.prepare_invoke();
-                for job in jobs {
-                    job.call.add_to_batch(&mut many);
-                }
-                many
+    /// Decides `calls` (in arrival order) in as few script calls as the connection allows
+    /// (one on a single node; one per slot on a cluster, sent together), and answers each
+    /// acquire's waiter as soon as its call is back.
+    async fn decide_all(
+        &self,
+        calls: &[AcquireCall],
+        waiting: &mut [Option<oneshot::Sender<Reply>>],
+    ) {
+        let cluster = self.conn.is_cluster();
+        let plan = Plan::of(
+            calls.len(),
+            |i| calls[i].key(),
+            // On a single node every acquire goes in the one call.
+            |i| cluster.then(|| Slot::for_key(calls[i].key())),
+            |i, j| calls[i].repeated_by(&calls[j]),
+        );
+        let sent = |i: usize| {
+            let entries = &plan.calls[i];
+            let expected = plan.replies_of(i) * REPLY_LEN;
+            async move {
+                let flat = self.decide_entries(calls, entries).await;
+                let flat = flat.and_then(|flat| {
+                    if flat.len() == expected {
+                        Ok(flat)
+                    } else {
+                        Err(LimiterError::Reply(format!(
+                            "{} integers for {} acquires",
+                            flat.len(),
+                            expected / REPLY_LEN
+                        )))
+                    }
+                });
+                (i, flat)
             }
         };
-        self.timed(invocation.invoke_async(&mut conn)).await
+        if let [_] = plan.calls.as_slice() {
+            let (_, replies) = sent(0).await;
+            answer(&plan, 0..calls.len(), &replies, waiting);
+            return;
+        }
+        let mut acquires_of: Vec<Vec<usize>> = vec![Vec::new(); plan.calls.len()];
+        for (acquire, &(call, _)) in plan.replies.iter().enumerate() {
+            acquires_of[call].push(acquire);
+        }
+        let mut calls_back: FuturesUnordered<_> = (0..plan.calls.len()).map(sent).collect();
+        while let Some((call, replies)) = calls_back.next().await {
+            answer(&plan, acquires_of[call].iter().copied(), &replies, waiting);
+        }
     }
+
+    /// One script call for `entries`: an acquire's own script when it is alone, else the
+    /// batch script.
+    async fn decide_entries(
+        &self,
+        calls: &[AcquireCall],
+        entries: &[Entry],
+    ) -> Result<Vec<i64>, LimiterError> {
+        if let [Entry { first, count: 1 }] = entries {
+            let call = &calls[*first];
+            let script = call.script();
+            let mut cmd = eval_cmd(script, call.key_count());
+            call.push_keys(&mut cmd);
+            call.push_args(&mut cmd);
+            return self.run_script(script, &cmd).await;
+        }
+        let keys = entries.iter().map(|e| calls[e.first].key_count()).sum();
+        let mut cmd = eval_cmd(&scripts::ACQUIRE_BATCH, keys);
+        for e in entries {
+            calls[e.first].push_keys(&mut cmd);
+        }
+        for e in entries {
+            calls[e.first].push_batch_args(&mut cmd, e.count);
+        }
+        self.run_script(&scripts::ACQUIRE_BATCH, &cmd).await
+    }
+
+    /// Runs a script call made by [`eval_cmd`], loading the script first when Redis does
+    /// not have it (a restart, a `SCRIPT FLUSH`), as `redis::ScriptInvocation` does.
+    async fn run_script(
+        &self,
+        script: &redis::Script,
+        cmd: &Cmd,
+    ) -> Result<Vec<i64>, LimiterError> {
+        let mut conn = self.conn.clone();
+        self.timed(async {
+            match cmd.query_async(&mut conn).await {
+                Err(e)
+                    if e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) =>
+                {
+                    script.load_async(&mut conn).await?;
+                    cmd.query_async(&mut conn).await
+                }
+                answered => answered,
+            }
+        })
+        .await
+    }
+}
+
+/// Answers the waiters of `acquires` from the replies of their call (the plan says where
+/// each one's is).
+fn answer(
+    plan: &Plan,
+    acquires: impl Iterator<Item = usize>,
+    replies: &Result<Vec<i64>, LimiterError>,
+    waiting: &mut [Option<oneshot::Sender<Reply>>],
+) {
+    for acquire in acquires {
+        let at = plan.replies[acquire].1;
+        let reply = match replies {
+            Ok(flat) => Ok(flat[at * REPLY_LEN..(at + 1) * REPLY_LEN]
+                .try_into()
+                .expect("REPLY_LEN integers")),
+            Err(e) => Err(e.clone()),
+        };
+        if let Some(waiter) = waiting[acquire].take() {
+            // A request that gave up waiting has dropped its receiver: nothing to do.
+            let _ = waiter.send(reply);
+        }
+    }
+}
+
+/// `EVALSHA <sha> <keys>`, for the keys and then the arguments to follow.
+fn eval_cmd(script: &redis::Script, keys: usize) -> Cmd {
+    let mut cmd = redis::cmd("EVALSHA");
+    cmd.arg(script.get_hash()).arg(keys);
+    cmd
 }

@@ -1,9 +1,10 @@
 //! One acquire as the scripts take it: its keys and arguments, made once and sent either
-//! as its algorithm's own script call or as one request of the batch script
-//! (`lua/acquire_batch.lua`), which takes the same keys and arguments after a kind.
+//! as its algorithm's own script call or as one entry of the batch script
+//! (`lua/acquire_batch.lua`), which takes the same keys and arguments after a kind and a
+//! count (identical acquires that waited together go as one entry).
 
 use rand::Rng;
-use redis::ScriptInvocation;
+use redis::{Cmd, ScriptInvocation};
 
 use crate::domain::{Algorithm, AppSlug};
 
@@ -27,6 +28,7 @@ pub(super) struct AcquireCall {
 }
 
 /// Whose bucket, with what the script needs beyond the permits.
+#[derive(PartialEq)]
 enum Whose {
     /// A global policy: its config is in its hash; the app is checked there.
     Global { app: AppSlug },
@@ -105,54 +107,115 @@ impl AcquireCall {
         self.algorithm
     }
 
-    /// Its algorithm's own script, called for this acquire alone.
-    pub fn alone(&self) -> ScriptInvocation<'static> {
-        let script = match self.whose {
+    /// The key the acquire decides on (the policy's hash, or the caller's bucket): a
+    /// cluster routes its call by it.
+    pub fn key(&self) -> &str {
+        &self.key
+    }
+
+    /// Whether `later` asks for exactly what this acquire asks: the same bucket, algorithm,
+    /// permits and arguments, and no id of its own (a sliding log's request and a lease
+    /// are each one of a kind). A batch sends such acquires as one entry with a count, and
+    /// the script decides each in turn, as if each had its own entry.
+    pub fn repeated_by(&self, later: &Self) -> bool {
+        self.id.is_none()
+            && later.id.is_none()
+            && self.algorithm == later.algorithm
+            && self.permits == later.permits
+            && self.key == later.key
+            && self.whose == later.whose
+    }
+
+    /// Its algorithm's own script, for this acquire alone.
+    pub fn script(&self) -> &'static scripts::LuaScript {
+        match self.whose {
             Whose::Global { .. } => scripts::acquire_script(self.algorithm),
             Whose::Keyed { .. } => scripts::keyed_acquire_script(self.algorithm),
-        };
-        let mut invocation = script.prepare_invoke();
-        self.add_to(&mut invocation);
+        }
+    }
+
+    /// Its algorithm's own script, called for this acquire alone, as a pipeline takes it.
+    pub fn alone(&self) -> ScriptInvocation<'static> {
+        let mut invocation = self.script().prepare_invoke();
+        for key in self.keys() {
+            invocation.key(key);
+        }
+        self.add_args(|arg| {
+            invocation.arg(arg);
+        });
         invocation
     }
 
-    /// Adds this acquire to a batch script's call, after its kind: the algorithm's number,
-    /// negative for a keyed bucket.
-    pub fn add_to_batch(&self, batch: &mut ScriptInvocation<'static>) {
+    /// How many keys it takes.
+    pub fn key_count(&self) -> usize {
+        1 + usize::from(self.state_key.is_some())
+    }
+
+    /// Its keys, in the single script's order.
+    pub fn keys(&self) -> impl Iterator<Item = &str> {
+        std::iter::once(self.key.as_str()).chain(self.state_key.as_deref())
+    }
+
+    /// Adds its keys to a script call.
+    pub fn push_keys(&self, call: &mut Cmd) {
+        for key in self.keys() {
+            call.arg(key);
+        }
+    }
+
+    /// Adds its arguments to a script call: the single script's ARGV.
+    pub fn push_args(&self, call: &mut Cmd) {
+        self.add_args(|arg| {
+            call.arg(arg);
+        });
+    }
+
+    /// Adds it, standing for `count` identical acquires, to a batch script's call's
+    /// arguments: its kind (the algorithm's number, negative for a keyed bucket), the
+    /// count, then its own arguments.
+    pub fn push_batch_args(&self, call: &mut Cmd, count: usize) {
         let kind = match self.whose {
             Whose::Global { .. } => self.algorithm.index(),
             Whose::Keyed { .. } => -self.algorithm.index(),
         };
-        batch.arg(kind);
-        self.add_to(batch);
+        call.arg(kind).arg(count);
+        self.push_args(call);
     }
 
-    /// The keys and arguments of the single script, in its order.
-    fn add_to(&self, invocation: &mut ScriptInvocation<'static>) {
-        invocation.key(&self.key);
-        if let Some(state_key) = &self.state_key {
-            invocation.key(state_key);
-        }
-        invocation.arg(self.permits);
+    /// Its arguments in the single script's order, each as it is sent.
+    fn add_args(&self, mut add: impl FnMut(Arg<'_>)) {
+        add(Arg::Int(self.permits));
         match &self.whose {
-            Whose::Global { app } => {
-                invocation.arg(app.as_str());
-            }
+            Whose::Global { app } => add(Arg::Text(app.as_str())),
             Whose::Keyed {
                 max_permits,
                 param,
                 enabled,
                 version,
             } => {
-                invocation
-                    .arg(max_permits)
-                    .arg(param)
-                    .arg(if *enabled { "1" } else { "0" })
-                    .arg(version);
+                add(Arg::Int(*max_permits));
+                add(Arg::Text(param));
+                add(Arg::Text(if *enabled { "1" } else { "0" }));
+                add(Arg::Int(*version));
             }
         }
         if let Some(id) = &self.id {
-            invocation.arg(id);
+            add(Arg::Text(id));
+        }
+    }
+}
+
+/// One argument of a script call.
+enum Arg<'a> {
+    Int(i64),
+    Text(&'a str),
+}
+
+impl redis::ToRedisArgs for Arg<'_> {
+    fn write_redis_args<W: ?Sized + redis::RedisWrite>(&self, out: &mut W) {
+        match self {
+            Self::Int(n) => n.write_redis_args(out),
+            Self::Text(text) => text.write_redis_args(out),
         }
     }
 }

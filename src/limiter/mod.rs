@@ -3,6 +3,7 @@
 
 mod acquire;
 mod batch;
+mod batch_plan;
 mod call;
 mod changes;
 mod connection;

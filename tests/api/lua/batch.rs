@@ -2,8 +2,10 @@
 //! together go as one call, whatever their policies, algorithms, scopes and permits, and
 //! each gets the answer the single script would have given it in the same order: the same
 //! decision and remaining permits, the same times up to the milliseconds that passed
-//! between the calls.
+//! between the calls. Identical acquires of a bucket go as one entry and are still
+//! answered one by one; on a Redis Cluster a batch is one call per slot.
 
+use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
 use futures_util::future::join_all;
@@ -13,10 +15,11 @@ use ratekeeper::domain::{
     Rate, Scope,
 };
 use ratekeeper::limiter::{
-    AcquireOutcome, Batcher, BucketLimits, KeyedBucket, Limiter, PolicyConfig,
+    AcquireOutcome, Batcher, BucketLimits, KeySpace, KeyedBucket, Limiter, PolicyConfig,
 };
+use redis::cluster_routing::Slot;
 
-use crate::helpers::{random_suffix, redis_url};
+use crate::helpers::{LocalCluster, random_suffix, redis_url};
 
 fn slug(s: &str) -> AppSlug {
     AppSlug::parse(s).unwrap()
@@ -110,7 +113,7 @@ fn policies() -> Vec<PolicyConfig> {
 /// except "?name": as a token bucket, as an instance that has not heard of the policy yet
 /// asks (Redis answers with its algorithm, and its own script decides it, after the
 /// batch).
-const REQUESTS: [(&str, i64, &str); 60] = [
+const REQUESTS: [Request; 60] = [
     ("per.key:ann", 1, "shop"),
     ("per.key:ann", 2, "shop"),
     ("per.key:bob", 4, "shop"), // above max_permits
@@ -201,9 +204,9 @@ fn bucket_of<'a>(config: &'a PolicyConfig, caller: &'a str) -> KeyedBucket<'a> {
     }
 }
 
-async fn limiter_with_policies(calls: &IntCounter) -> (Limiter, String) {
+async fn limiter_with_policies(url: &str, calls: &IntCounter) -> (Limiter, String) {
     let prefix = format!("rktest-batch-{}", random_suffix());
-    let limiter = Limiter::new(&redis_url(), &prefix, Duration::from_secs(5))
+    let limiter = Limiter::new(url, &prefix, Duration::from_secs(5))
         .unwrap()
         .counting_into(calls.clone());
     for config in policies() {
@@ -241,22 +244,40 @@ fn comparable(outcome: &AcquireOutcome) -> (String, i64, i64) {
     }
 }
 
-#[tokio::test]
-async fn a_batch_answers_each_acquire_as_the_single_script_in_that_order() {
+/// A request: (policy, permits, app), see [`REQUESTS`].
+type Request = (&'static str, i64, &'static str);
+
+/// Whether a request is asked for with another algorithm than its policy's.
+fn is_stale(request: &Request) -> bool {
+    request.0.starts_with('?')
+}
+
+/// Where a batch ran: its calls, the keys each request decided on (by which its call was
+/// chosen on a cluster), and the prefix of the batch's and of the single scripts' keys.
+struct BatchRun {
+    calls: u64,
+    keys: Vec<String>,
+    prefixes: [String; 2],
+}
+
+/// Decides `requests` one by one with the single scripts on one limiter, and all together
+/// through a batcher on another (both on the Redis at `url`), and asserts each request got
+/// the same answer both ways.
+async fn batch_against_single(url: &str, requests: &[Request]) -> BatchRun {
     let single_calls = IntCounter::new("single", "calls").unwrap();
-    let (single, single_prefix) = limiter_with_policies(&single_calls).await;
+    let (single, single_prefix) = limiter_with_policies(url, &single_calls).await;
     let configs = policies();
     // The order the batch decides them in: a request asked for with another algorithm
     // than its policy's is answered so by the batch, and decided by its own script right
     // after it (without batching too, the requests that came between its two calls went
     // first). So the single scripts take those last.
     let (fresh, stale): (Vec<usize>, Vec<usize>) =
-        (0..REQUESTS.len()).partition(|&i| !REQUESTS[i].0.starts_with('?'));
+        (0..requests.len()).partition(|&i| !is_stale(&requests[i]));
     let order: Vec<usize> = fresh.into_iter().chain(stale).collect();
-    let mut expected = vec![(String::new(), 0, 0); REQUESTS.len()];
+    let mut expected = vec![(String::new(), 0, 0); requests.len()];
     let started = Instant::now();
     for &i in &order {
-        let (name, permits, app) = REQUESTS[i];
+        let (name, permits, app) = requests[i];
         let permits = Permits::parse(permits).unwrap();
         let outcome = match keyed(&configs, name) {
             Some((config, caller)) => {
@@ -272,21 +293,28 @@ async fn a_batch_answers_each_acquire_as_the_single_script_in_that_order() {
     }
 
     let batch_calls = IntCounter::new("batch", "calls").unwrap();
-    let (batched, batch_prefix) = limiter_with_policies(&batch_calls).await;
+    let (batched, batch_prefix) = limiter_with_policies(url, &batch_calls).await;
     let pushes = batch_calls.get();
-    let batcher = Batcher::new(batched);
-    // On this one-thread runtime every acquire is queued before the batcher's task first
-    // runs: they all wait together, as acquires do while a call is in flight.
-    let names: Vec<(PolicyName, Algorithm)> = REQUESTS
+    let key_space = KeySpace::new(&batch_prefix);
+    let names: Vec<(PolicyName, Algorithm)> = requests
         .iter()
         .map(|(name, ..)| asked(&configs, name))
         .collect();
-    let apps: Vec<AppSlug> = REQUESTS.iter().map(|(.., app)| slug(app)).collect();
-    let buckets: Vec<Option<KeyedBucket<'_>>> = REQUESTS
+    let apps: Vec<AppSlug> = requests.iter().map(|(.., app)| slug(app)).collect();
+    let buckets: Vec<Option<KeyedBucket<'_>>> = requests
         .iter()
         .map(|(name, ..)| keyed(&configs, name).map(|(config, caller)| bucket_of(config, caller)))
         .collect();
-    let outcomes = join_all(REQUESTS.iter().enumerate().map(|(i, (_, permits, _))| {
+    let keys = (names.iter().zip(&buckets))
+        .map(|((name, _), bucket)| match bucket {
+            Some(bucket) => batched.keyed_key(bucket),
+            None => key_space.policy(name),
+        })
+        .collect();
+    let batcher = Batcher::new(batched);
+    // On this one-thread runtime every acquire is queued before the batcher's task first
+    // runs: they all wait together, as acquires do while a call is in flight.
+    let outcomes = join_all(requests.iter().enumerate().map(|(i, (_, permits, _))| {
         let permits = Permits::parse(*permits).unwrap();
         let (batcher, name, app, bucket) = (&batcher, &names[i], &apps[i], &buckets[i]);
         async move {
@@ -304,23 +332,106 @@ async fn a_batch_answers_each_acquire_as_the_single_script_in_that_order() {
         .map(|o| comparable(o.as_ref().unwrap()))
         .collect();
     for (i, (want, got)) in expected.iter().zip(&got).enumerate() {
-        assert_eq!(want.0, got.0, "request {i}: {:?}", REQUESTS[i]);
+        assert_eq!(want.0, got.0, "request {i}: {:?}", requests[i]);
         for (what, want, got) in [("retry", want.1, got.1), ("reset", want.2, got.2)] {
             assert!(
                 want.abs_diff(got) <= span_ms,
                 "request {i} {:?}: {what} after {got} ms, the single script said {want} ms \
                  (both runs took {span_ms} ms)",
-                REQUESTS[i]
+                requests[i]
             );
         }
     }
-    // One call for the batch, and one per acquire asked for with another algorithm than
-    // the policy's (the batch answers with the policy's, and its own script decides it).
-    let stale = REQUESTS.iter().filter(|(n, ..)| n.starts_with('?')).count() as u64;
-    assert_eq!(batch_calls.get() - pushes, 1 + stale);
+    BatchRun {
+        calls: batch_calls.get() - pushes,
+        keys,
+        prefixes: [single_prefix, batch_prefix],
+    }
+}
 
-    for prefix in [single_prefix, batch_prefix] {
-        delete_keys(&prefix).await;
+/// The calls one batch of `requests` takes on a single node: one for the batch, and one
+/// per acquire asked for with another algorithm than the policy's (the batch answers with
+/// the policy's, and its own script decides it).
+fn single_node_calls(requests: &[Request]) -> u64 {
+    1 + requests.iter().filter(|r| is_stale(r)).count() as u64
+}
+
+#[tokio::test]
+async fn a_batch_answers_each_acquire_as_the_single_script_in_that_order() {
+    let run = batch_against_single(&redis_url(), &REQUESTS).await;
+    assert_eq!(run.calls, single_node_calls(&REQUESTS));
+    for prefix in &run.prefixes {
+        delete_keys(prefix).await;
+    }
+}
+
+/// Runs of identical acquires on one bucket, some with other buckets' acquires between
+/// them: each run goes as one entry of the batch, decided acquire by acquire, through the
+/// bucket's capacity and past it.
+const RUNS: [Request; 40] = [
+    ("hot", 1, "shop"),
+    ("hot", 1, "shop"),
+    ("hot", 1, "shop"),
+    ("per.key:ann", 1, "shop"),
+    ("hot", 1, "shop"), // the same run: nothing else on hot came between
+    ("hot", 1, "shop"),
+    ("hot", 1, "shop"), // the last of 5
+    ("hot", 1, "shop"), // denied
+    ("per.key:ann", 1, "shop"),
+    ("per.key:ann", 1, "shop"),
+    ("per.key:ann", 1, "shop"), // denied
+    ("hot", 2, "shop"),         // denied, a new entry
+    ("hot", 1, "shop"),         // denied, a new entry again
+    ("shadow", 1, "shop"),
+    ("shadow", 1, "shop"),
+    ("shadow", 1, "shop"), // would deny
+    ("disabled", 1, "shop"),
+    ("disabled", 1, "shop"),
+    ("cold", 1, "other"), // not allowed
+    ("cold", 1, "other"),
+    ("cold", 1, "shop"),
+    ("cold", 1, "shop"),
+    ("cold", 1, "shop"), // denied
+    ("?windowed", 1, "shop"),
+    ("?windowed", 1, "shop"),
+    ("windowed", 1, "shop"),
+    ("fw", 1, "shop"),
+    ("fw", 1, "shop"),
+    ("fw", 1, "shop"), // denied
+    ("gcra.key:ann", 1, "shop"),
+    ("gcra.key:ann", 1, "shop"),
+    ("gcra.key:ann", 1, "shop"), // denied
+    ("per.key.shadow:bob", 1, "shop"),
+    ("per.key.shadow:bob", 1, "shop"), // would deny
+    ("sw.key:ann", 1, "shop"),
+    ("sw.key:ann", 1, "shop"),
+    ("sw.key:ann", 1, "shop"), // denied
+    ("missing", 1, "shop"),
+    ("missing", 1, "shop"),
+    ("hot", 1, "shop"),
+];
+
+#[tokio::test]
+async fn identical_acquires_of_a_bucket_are_answered_one_by_one() {
+    let run = batch_against_single(&redis_url(), &RUNS).await;
+    assert_eq!(run.calls, single_node_calls(&RUNS));
+    for prefix in &run.prefixes {
+        delete_keys(prefix).await;
+    }
+}
+
+/// On a Redis Cluster a script may only touch the keys of one slot: a batch is one call
+/// per slot its acquires' keys are in (a policy's hash tag is its name; each caller's
+/// bucket of a keyed policy has a tag of its own), each answering as the single script.
+#[tokio::test]
+async fn on_a_cluster_a_batch_is_one_call_per_slot() {
+    let cluster = LocalCluster::start().await;
+    for requests in [&REQUESTS[..], &RUNS[..]] {
+        let run = batch_against_single(&cluster.url(), requests).await;
+        let slots: HashSet<Slot> = run.keys.iter().map(Slot::for_key).collect();
+        let stale = single_node_calls(requests) - 1;
+        assert!(slots.len() > 1, "the requests span slots: {slots:?}");
+        assert_eq!(run.calls, slots.len() as u64 + stale);
     }
 }
 
