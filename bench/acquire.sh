@@ -24,7 +24,9 @@
 # a sample) and of the top callers' sets; the server's VmRSS and VmHWM after each
 # scenario (also at start-up, once the policies are in Redis, and at the end). Then
 # examples/top_keys_memory.rs (one worker's sketch for 1,000 to 1,000,000 distinct
-# callers), and a table of the rounds' medians with the ratios of the budget in
+# callers), examples/script_cost.rs once the server is stopped (Redis' own time in the
+# acquire scripts per call and per acquire, by batch shape and size, on the same Redis),
+# and a table of the rounds' medians with the ratios of the budget in
 # bench/README.md, also written to bench/results/<timestamp>.txt with wrk's raw output of
 # every round. It is a benchmark, not a test: it asserts nothing about time and exits
 # non-zero only when the setup fails.
@@ -35,7 +37,8 @@
 # BENCH_REDIS_REQUESTS (200000), BENCH_BIN (target/release/ratekeeper), BENCH_KEEP_TMP (0;
 # 1 keeps the temporary directory), BENCH_POLICY (the JSON fields of the granted
 # scenarios' policies; see HUGE_POLICY), BENCH_KEYS (100000: the keys of scenario f),
-# BENCH_KEYED_POLICY (see KEYED_POLICY), BENCH_BARE_BIN (target/release/examples/bare_acquire).
+# BENCH_KEYED_POLICY (see KEYED_POLICY), BENCH_BARE_BIN (target/release/examples/bare_acquire),
+# BENCH_COST_BIN (target/release/examples/script_cost).
 set -euo pipefail
 export LC_ALL=C # '.' decimals in awk, one sort order for sort and comm
 # The script's own stdout and stderr, for cleanup: a trap runs inside the redirections of
@@ -59,6 +62,7 @@ KEYS=${BENCH_KEYS:-100000}
 FEW_KEYS=1000
 BIN=${BENCH_BIN:-$ROOT/target/release/ratekeeper}
 BARE_BIN=${BENCH_BARE_BIN:-$ROOT/target/release/examples/bare_acquire}
+COST_BIN=${BENCH_COST_BIN:-$ROOT/target/release/examples/script_cost}
 KEEP_TMP=${BENCH_KEEP_TMP:-0}
 
 PREFIX=bench                  # RATEKEEPER_REDIS_PREFIX of the server under test
@@ -277,7 +281,7 @@ else
     command -v cargo >/dev/null 2>&1 || die "cargo not found (or set BENCH_SKIP_BUILD=1)"
     log "cargo build --release (a clean build takes minutes on 2 cores)"
     (cd -- "$ROOT" && cargo build --release --bin ratekeeper --example top_keys_memory \
-        --example bare_acquire) ||
+        --example bare_acquire --example script_cost) ||
         die "cargo build --release failed"
 fi
 [[ -x $BIN ]] || die "no executable $BIN (build it, or point BENCH_BIN at one)"
@@ -851,6 +855,18 @@ else
 fi
 
 # ---------------------------------------------------------------------------------------
+# Redis' time in the acquire scripts, with the server stopped: the example resets and
+# reads the Redis' command statistics, which the server's own commands would blur.
+
+stop_server
+if [[ -x $COST_BIN ]]; then
+    log "script cost: Redis' time per script call by batch shape (examples/script_cost.rs)"
+    COST_TABLE=$(timeout 300 "$COST_BIN" "redis://127.0.0.1:$REDIS_PORT" 2>&1 || echo "script_cost failed")
+else
+    COST_TABLE="(not built: cargo build --release --example script_cost)"
+fi
+
+# ---------------------------------------------------------------------------------------
 # Report
 
 ratio() { # A B -> A/B with 2 decimals, or n/a
@@ -1022,6 +1038,10 @@ REPORT=$TMP/report.txt
     done
     echo "  target RSS <= 100 MB with 100,000 policies and 1,000,000 distinct keys seen:"
     echo "    $RSS_VERDICT"
+    echo
+    echo "Redis' time in the acquire scripts (INFO commandstats, lowest of 5 rounds; 'in commands'"
+    echo "is the part of each acquire spent in the commands the scripts ran):"
+    printf '%s\n' "$COST_TABLE" | sed 's/^/  /'
     echo
     echo "sample replies:"
     echo "  granted: 200 $SAMPLE_GRANTED"

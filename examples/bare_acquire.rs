@@ -24,6 +24,10 @@ use ratekeeper::limiter::scripts::TOKEN_BUCKET;
 use redis::aio::ConnectionManager;
 use serde::{Deserialize, Serialize};
 
+#[path = "shared/never_reached.rs"]
+mod never_reached;
+use never_reached::never_reached_policy;
+
 /// The acquire body, read as strictly as ratekeeper reads it.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -127,19 +131,11 @@ async fn main() -> std::io::Result<()> {
                 .map_err(std::io::Error::other)?,
         );
     }
-    // A limit never reached: the measurement is of the path, not of denials.
     let mut first = connections[0].clone();
     let apps = format!(",{app},");
     redis::cmd("HSET")
         .arg(policy_key)
-        .arg(&[
-            ("max_permits", "1000000000"),
-            ("rate", "1000000"),
-            ("apps", apps.as_str()),
-            ("enabled", "1"),
-            ("version", "1"),
-            ("created_ms", "1"),
-        ])
+        .arg(&never_reached_policy(&apps))
         .query_async::<()>(&mut first)
         .await
         .map_err(std::io::Error::other)?;

@@ -1,0 +1,305 @@
+//! What Redis spends inside the acquire scripts, per call and per acquire, by the shape of
+//! a batch: read from Redis' own `INFO commandstats` (the time of each EVALSHA, and of the
+//! commands the scripts ran inside it), not from a client's clock, so the HTTP server and
+//! the network are out of the figures. bench/acquire.sh runs it against its private Redis
+//! once the server is stopped:
+//!
+//!     cargo run --release --example script_cost -- redis://127.0.0.1:6380
+//!
+//! It resets the Redis' statistics (`CONFIG RESETSTAT`) before each measurement: point it
+//! at a Redis of its own. Its keys live under `rcost:` and are deleted at the end.
+//!
+//! The shapes, each at several batch sizes, are those bench/acquire.sh drives over HTTP:
+//! one hot global policy (a batch is one entry standing for all its acquires), distinct
+//! global policies (10,000, walked in turn), and distinct callers' buckets of a keyed
+//! token-bucket policy (100,000 keys, walked in turn); and, for comparison, a lone acquire
+//! as the server sends it (its algorithm's own script). Each figure is the lowest of
+//! [`ROUNDS`] rounds. Every reply is checked: an acquire that is not granted (the batch
+//! protocol of `lua/acquire_batch.lua` changed under this example) stops it.
+
+#![forbid(unsafe_code)]
+
+use std::collections::HashMap;
+
+use ratekeeper::domain::Algorithm;
+use ratekeeper::limiter::scripts::{self, LuaScript};
+use redis::aio::MultiplexedConnection;
+use redis::{Cmd, RedisResult};
+
+#[path = "shared/never_reached.rs"]
+mod never_reached;
+use never_reached::never_reached_policy;
+
+const PREFIX: &str = "rcost";
+const APP: &str = "bench";
+const POLICIES: usize = 10_000;
+const KEYS: usize = 100_000;
+const ROUNDS: usize = 5;
+/// Acquires per round, whatever the batch size.
+const ACQUIRES_PER_ROUND: usize = 20_000;
+const BATCH_SIZES: [usize; 3] = [4, 16, 64];
+/// A keyed bucket's limits as the instance passes them: never denied, refilling slowly,
+/// so that each bucket stays in Redis for the whole run.
+const KEYED_MAX_PERMITS: i64 = 1_000_000_000;
+const KEYED_RATE: &str = "0.01";
+
+/// One batch shape.
+#[derive(Clone, Copy)]
+enum Shape {
+    /// A lone acquire of the hot policy, with the token bucket's own script.
+    AloneGlobal,
+    /// A lone acquire of a caller's bucket, with the keyed token bucket's own script.
+    AloneKeyed,
+    /// Every acquire of the batch on the hot policy: one entry with a count.
+    OneBucket,
+    /// Each acquire on another global policy.
+    DistinctPolicies,
+    /// Each acquire on another caller's bucket of a keyed policy.
+    DistinctKeys,
+}
+
+impl Shape {
+    fn label(self) -> &'static str {
+        match self {
+            Self::AloneGlobal => "alone: global token bucket",
+            Self::AloneKeyed => "alone: keyed token bucket",
+            Self::OneBucket => "batch: one hot bucket",
+            Self::DistinctPolicies => "batch: distinct policies",
+            Self::DistinctKeys => "batch: distinct keyed buckets",
+        }
+    }
+
+    fn script(self) -> &'static LuaScript {
+        match self {
+            Self::AloneGlobal => &scripts::TOKEN_BUCKET,
+            Self::AloneKeyed => scripts::keyed_acquire_script(Algorithm::TokenBucket),
+            _ => &scripts::ACQUIRE_BATCH,
+        }
+    }
+}
+
+fn policy_key(i: usize) -> String {
+    format!("{PREFIX}:{{p{i}}}")
+}
+
+fn hot_key() -> String {
+    format!("{PREFIX}:{{hot}}")
+}
+
+fn keyed_key(i: usize) -> String {
+    format!("{PREFIX}:k:{{u{i}}}")
+}
+
+/// The script call for `size` acquires of `shape`, the `first`th acquire of the run being
+/// the first of them (distinct shapes walk their policies or keys from there).
+fn call(shape: Shape, size: usize, first: usize) -> Cmd {
+    let script = shape.script();
+    let mut cmd = redis::cmd("EVALSHA");
+    cmd.arg(script.get_hash());
+    match shape {
+        Shape::AloneGlobal => {
+            cmd.arg(1).arg(hot_key()).arg(1).arg(APP);
+        }
+        Shape::AloneKeyed => {
+            cmd.arg(1).arg(keyed_key(first % KEYS));
+            cmd.arg(1)
+                .arg(KEYED_MAX_PERMITS)
+                .arg(KEYED_RATE)
+                .arg("1")
+                .arg(1);
+        }
+        // ARGV per entry: kind (the algorithm's number, negative for a keyed bucket),
+        // count, then the single script's arguments (lua/acquire_batch.lua).
+        Shape::OneBucket => {
+            cmd.arg(1).arg(hot_key());
+            cmd.arg(Algorithm::TokenBucket.index())
+                .arg(size)
+                .arg(1)
+                .arg(APP);
+        }
+        Shape::DistinctPolicies => {
+            cmd.arg(size);
+            for i in first..first + size {
+                cmd.arg(policy_key(i % POLICIES));
+            }
+            for _ in 0..size {
+                cmd.arg(Algorithm::TokenBucket.index())
+                    .arg(1)
+                    .arg(1)
+                    .arg(APP);
+            }
+        }
+        Shape::DistinctKeys => {
+            cmd.arg(size);
+            for i in first..first + size {
+                cmd.arg(keyed_key(i % KEYS));
+            }
+            for _ in 0..size {
+                cmd.arg(-Algorithm::TokenBucket.index()).arg(1).arg(1);
+                cmd.arg(KEYED_MAX_PERMITS).arg(KEYED_RATE).arg("1").arg(1);
+            }
+        }
+    }
+    cmd
+}
+
+/// `cmdstat_<name>` -> (calls, usec) of `INFO commandstats`.
+fn command_stats(info: &str) -> HashMap<String, (f64, f64)> {
+    let mut stats = HashMap::new();
+    for line in info.lines() {
+        let Some((name, fields)) = line.trim().split_once(':') else {
+            continue;
+        };
+        let Some(name) = name.strip_prefix("cmdstat_") else {
+            continue;
+        };
+        let field = |wanted: &str| {
+            fields.split(',').find_map(|f| {
+                let (k, v) = f.split_once('=')?;
+                (k == wanted).then(|| v.parse::<f64>().ok()).flatten()
+            })
+        };
+        if let (Some(calls), Some(usec)) = (field("calls"), field("usec")) {
+            stats.insert(name.to_owned(), (calls, usec));
+        }
+    }
+    stats
+}
+
+/// One round: µs per script call, and µs per acquire inside the commands the scripts ran.
+async fn round(
+    conn: &mut MultiplexedConnection,
+    shape: Shape,
+    size: usize,
+    first: &mut usize,
+) -> anyhow::Result<(f64, f64)> {
+    let calls = ACQUIRES_PER_ROUND / size;
+    let mut pipe = redis::pipe();
+    for _ in 0..calls {
+        pipe.add_command(call(shape, size, *first));
+        *first += size;
+    }
+    redis::cmd("CONFIG")
+        .arg("RESETSTAT")
+        .query_async::<()>(conn)
+        .await?;
+    let replies: Vec<Vec<i64>> = pipe.query_async(conn).await?;
+    let info: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query_async(conn)
+        .await?;
+    for reply in &replies {
+        let granted = reply.len() == 6 * size && reply.chunks(6).all(|r| r[0] == 1);
+        anyhow::ensure!(granted, "{}: a reply not granted: {reply:?}", shape.label());
+    }
+    let stats = command_stats(&info);
+    let (evalsha_calls, evalsha_usec) = stats.get("evalsha").copied().unwrap_or_default();
+    anyhow::ensure!(
+        evalsha_calls as usize == calls,
+        "{evalsha_calls} EVALSHA counted for {calls} sent: is another client using this Redis?"
+    );
+    let inside: f64 = stats
+        .iter()
+        .filter(|(name, _)| !matches!(name.as_str(), "evalsha" | "config|resetstat"))
+        .map(|(_, (_, usec))| usec)
+        .sum();
+    Ok((evalsha_usec / calls as f64, inside / (calls * size) as f64))
+}
+
+/// Writes the policy hashes (a token bucket never reached, as the sync writes one).
+async fn write_policies(conn: &mut MultiplexedConnection) -> RedisResult<()> {
+    let apps = format!(",{APP},");
+    let names = std::iter::once(hot_key()).chain((0..POLICIES).map(policy_key));
+    let mut pipe = redis::pipe();
+    for key in names {
+        pipe.hset_multiple(&key, &never_reached_policy(&apps))
+            .ignore();
+    }
+    pipe.query_async(conn).await
+}
+
+/// Deletes every key of this example.
+async fn clean_up(conn: &mut MultiplexedConnection) -> RedisResult<()> {
+    let mut cursor: u64 = 0;
+    loop {
+        let (next, keys): (u64, Vec<String>) = redis::cmd("SCAN")
+            .arg(cursor)
+            .arg("MATCH")
+            .arg(format!("{PREFIX}:*"))
+            .arg("COUNT")
+            .arg(1000)
+            .query_async(conn)
+            .await?;
+        if !keys.is_empty() {
+            redis::cmd("UNLINK")
+                .arg(&keys)
+                .query_async::<()>(conn)
+                .await?;
+        }
+        if next == 0 {
+            return Ok(());
+        }
+        cursor = next;
+    }
+}
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() -> anyhow::Result<()> {
+    let url = std::env::args()
+        .nth(1)
+        .unwrap_or_else(|| "redis://127.0.0.1:6379".to_owned());
+    let client = redis::Client::open(url.as_str())?;
+    let mut conn = client.get_multiplexed_async_connection().await?;
+    for shape in [Shape::AloneGlobal, Shape::AloneKeyed, Shape::OneBucket] {
+        shape.script().load_async(&mut conn).await?;
+    }
+    write_policies(&mut conn).await?;
+    let mut runs = vec![(Shape::AloneGlobal, 1), (Shape::AloneKeyed, 1)];
+    for shape in [
+        Shape::OneBucket,
+        Shape::DistinctPolicies,
+        Shape::DistinctKeys,
+    ] {
+        runs.extend(BATCH_SIZES.map(|size| (shape, size)));
+    }
+    println!(
+        "{:<30} {:>8} {:>9} {:>11} {:>12}",
+        "script call", "acquires", "µs/call", "µs/acquire", "in commands"
+    );
+    // Every keyed bucket made once before the figures: they are of buckets that exist, as
+    // in a steady state (the walks go on where the last round stopped, round the keys).
+    let mut first = 0;
+    for _ in 0..KEYS.div_ceil(ACQUIRES_PER_ROUND) {
+        round(&mut conn, Shape::DistinctKeys, 64, &mut first).await?;
+    }
+    let mut measured = Ok(());
+    for (shape, size) in runs {
+        let mut best: Option<(f64, f64)> = None;
+        for _ in 0..ROUNDS {
+            match round(&mut conn, shape, size, &mut first).await {
+                Ok(r) => {
+                    if best.is_none_or(|b| r.0 < b.0) {
+                        best = Some(r);
+                    }
+                }
+                Err(e) => {
+                    measured = Err(e);
+                    break;
+                }
+            }
+        }
+        let Some((per_call, inside)) = best else {
+            break;
+        };
+        println!(
+            "{:<30} {:>8} {:>9.1} {:>11.2} {:>12.2}",
+            shape.label(),
+            size,
+            per_call,
+            per_call / size as f64,
+            inside
+        );
+    }
+    clean_up(&mut conn).await?;
+    measured
+}
