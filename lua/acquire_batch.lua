@@ -77,22 +77,20 @@ local function token_bucket_run(kind, key, b, count, max_permits, rate, permits,
     if code == -1 and shadow then
       code = 3
     end
+    local answered = 1
     if t then
       tokens, last, granted_reset = t, l, reset
-      r = r + 1
     else
       -- Nothing taken: the rest of the run, asking for as much at the same instant, gets
       -- the same answer.
-      for _ = 2, count - r do
-        out[n + 1], out[n + 2], out[n + 3] = code, remaining, retry
-        out[n + 4], out[n + 5], out[n + 6] = reset, max_permits, version
-        n = n + 6
-      end
-      r = count
+      answered = count - r
     end
-    out[n + 1], out[n + 2], out[n + 3] = code, remaining, retry
-    out[n + 4], out[n + 5], out[n + 6] = reset, max_permits, version
-    n = n + 6
+    for _ = 1, answered do
+      out[n + 1], out[n + 2], out[n + 3] = code, remaining, retry
+      out[n + 4], out[n + 5], out[n + 6] = reset, max_permits, version
+      n = n + 6
+    end
+    r = r + answered
   end
   if granted_reset then
     b[at], b[at + 1] = tokens, last
