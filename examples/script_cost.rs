@@ -22,7 +22,7 @@
 use std::collections::HashMap;
 
 use ratekeeper::domain::Algorithm;
-use ratekeeper::limiter::scripts::{self, LuaScript};
+use ratekeeper::limiter::scripts::{self, LuaScript, batch_reply_integers};
 use redis::aio::MultiplexedConnection;
 use redis::{Cmd, RedisResult};
 
@@ -143,6 +143,16 @@ fn call(shape: Shape, size: usize, first: usize) -> Cmd {
     cmd
 }
 
+/// A script's reply as integers: a single script answers an array of them, the batch
+/// script one string of 8-byte little-endian integers.
+fn integers(reply: &redis::Value) -> anyhow::Result<Vec<i64>> {
+    match reply {
+        redis::Value::BulkString(packed) => batch_reply_integers(packed)
+            .ok_or_else(|| anyhow::anyhow!("a batch reply of {} bytes", packed.len())),
+        other => Ok(redis::from_redis_value_ref(other)?),
+    }
+}
+
 /// `cmdstat_<name>` -> (calls, usec) of `INFO commandstats`.
 fn command_stats(info: &str) -> HashMap<String, (f64, f64)> {
     let mut stats = HashMap::new();
@@ -183,12 +193,13 @@ async fn round(
         .arg("RESETSTAT")
         .query_async::<()>(conn)
         .await?;
-    let replies: Vec<Vec<i64>> = pipe.query_async(conn).await?;
+    let replies: Vec<redis::Value> = pipe.query_async(conn).await?;
     let info: String = redis::cmd("INFO")
         .arg("commandstats")
         .query_async(conn)
         .await?;
     for reply in &replies {
+        let reply = integers(reply)?;
         let granted = reply.len() == 6 * size && reply.chunks(6).all(|r| r[0] == 1);
         anyhow::ensure!(granted, "{}: a reply not granted: {reply:?}", shape.label());
     }

@@ -212,16 +212,22 @@ impl Limiter {
         for e in entries {
             calls[e.first].push_batch_args(&mut cmd, e.count);
         }
-        self.run_script(&scripts::ACQUIRE_BATCH, &cmd).await
+        let packed: Vec<u8> = self.run_script(&scripts::ACQUIRE_BATCH, &cmd).await?;
+        scripts::batch_reply_integers(&packed).ok_or_else(|| {
+            LimiterError::Reply(format!(
+                "a batch reply of {} bytes, not whole integers",
+                packed.len()
+            ))
+        })
     }
 
     /// Runs a script call made by [`eval_cmd`], loading the script first when Redis does
     /// not have it (a restart, a `SCRIPT FLUSH`), as `redis::ScriptInvocation` does.
-    async fn run_script(
+    async fn run_script<T: redis::FromRedisValue>(
         &self,
         script: &redis::Script,
         cmd: &Cmd,
-    ) -> Result<Vec<i64>, LimiterError> {
+    ) -> Result<T, LimiterError> {
         let mut conn = self.conn.clone();
         self.timed(async {
             match cmd.query_async(&mut conn).await {

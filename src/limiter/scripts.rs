@@ -53,6 +53,14 @@ impl Deref for LuaScript {
     }
 }
 
+/// The integers of [`ACQUIRE_BATCH`]'s reply, one string of 8-byte little-endian
+/// integers (`lua/acquire_batch.lua`); `None` when its length is not a whole number of them.
+pub fn batch_reply_integers(packed: &[u8]) -> Option<Vec<i64>> {
+    let (integers, rest) = packed.as_chunks::<8>();
+    rest.is_empty()
+        .then(|| integers.iter().map(|b| i64::from_le_bytes(*b)).collect())
+}
+
 /// `local ALGORITHM_INDEX = {token_bucket = 1, ...}`: the numbers by which the scripts
 /// name an algorithm in a reply (e.g. the "wrong algorithm" reply `{-4, index, ...}`).
 fn algorithm_table() -> String {
@@ -256,5 +264,19 @@ mod tests {
         }
         let state = POLICY_STATE.source();
         assert!(state.starts_with("#!lua flags=no-writes\nlocal ALGORITHM_INDEX = {"));
+    }
+
+    #[test]
+    fn a_batch_reply_reads_as_little_endian_integers_or_not_at_all() {
+        let packed: Vec<u8> = [1i64, -1, 1_000_000_000_000_000]
+            .iter()
+            .flat_map(|n| n.to_le_bytes())
+            .collect();
+        assert_eq!(
+            batch_reply_integers(&packed),
+            Some(vec![1, -1, 1_000_000_000_000_000])
+        );
+        assert_eq!(batch_reply_integers(&[]), Some(vec![]));
+        assert_eq!(batch_reply_integers(&packed[..20]), None);
     }
 }
