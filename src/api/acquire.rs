@@ -184,9 +184,7 @@ fn render(name: &PolicyName, acquired: &Acquired) -> HttpResponse {
             // The policy is known, its remaining permits are not (they live in Redis):
             // only the policy's quota is told.
             let mut response = HttpResponse::Ok().json(reply);
-            if let Some(limit) = limit
-                && let Ok(value) = HeaderValue::from_str(&format!("\"{name}\";q={limit}"))
-            {
+            if let Some(value) = limit.and_then(|limit| policy_header(name, limit)) {
                 response
                     .headers_mut()
                     .insert(HeaderName::from_static("ratelimit-policy"), value);
@@ -231,21 +229,50 @@ fn ratelimit_headers(
     } else {
         whole_seconds(decided.reset_after_ms)
     };
-    // Policy names are [A-Za-z0-9._:/-]: safe inside a structured-field string.
-    let policy = format!("\"{name}\";q={}", decided.limit);
-    let mut current = format!("\"{name}\";r={};t={t}", decided.remaining);
+    let mut digits = itoa::Buffer::new();
+    let mut current = quoted_name(name, 32);
+    current.push_str(";r=");
+    current.push_str(digits.format(decided.remaining));
+    current.push_str(";t=");
+    current.push_str(digits.format(t));
     if let Some(partition) = partition {
         // The caller's bucket, as a structured-field byte sequence (any key is safe so).
         current.push_str(";pk=:");
-        current.push_str(&BASE64_STANDARD.encode(partition.as_str()));
+        BASE64_STANDARD.encode_string(partition.as_str(), &mut current);
         current.push(':');
     }
     [
-        (HeaderName::from_static("ratelimit-policy"), policy),
-        (HeaderName::from_static("ratelimit"), current),
+        (
+            HeaderName::from_static("ratelimit-policy"),
+            policy_header(name, decided.limit),
+        ),
+        (
+            HeaderName::from_static("ratelimit"),
+            HeaderValue::try_from(current).ok(),
+        ),
     ]
     .into_iter()
-    .filter_map(|(name, value)| Some((name, HeaderValue::from_str(&value).ok()?)))
+    .filter_map(|(name, value)| Some((name, value?)))
+}
+
+/// `"<name>";q=<limit>`, the value of `RateLimit-Policy`.
+fn policy_header(name: &PolicyName, limit: i64) -> Option<HeaderValue> {
+    let mut value = quoted_name(name, 24);
+    value.push_str(";q=");
+    value.push_str(itoa::Buffer::new().format(limit));
+    HeaderValue::try_from(value).ok()
+}
+
+/// The policy's name as a structured-field string, in a string with room for `more` bytes
+/// after it: a header value is built in place and handed over without a copy. Policy
+/// names are [A-Za-z0-9._:/-]: safe inside a structured-field string as they are.
+fn quoted_name(name: &PolicyName, more: usize) -> String {
+    let name = name.as_str();
+    let mut value = String::with_capacity(name.len() + 2 + more);
+    value.push('"');
+    value.push_str(name);
+    value.push('"');
+    value
 }
 
 fn whole_seconds(ms: i64) -> i64 {
