@@ -26,7 +26,8 @@
 # examples/top_keys_memory.rs (one worker's sketch for 1,000 to 1,000,000 distinct
 # callers), examples/script_cost.rs once the server is stopped (Redis' own time in the
 # acquire scripts per call and per acquire, by batch shape and size, on the same Redis),
-# and a table of the rounds' medians with the ratios of the budget in
+# and a table of the rounds' medians (req/s, latency, and the CPU time per request of the
+# process serving each scenario and of Redis) with the ratios of the budget in
 # bench/README.md, also written to bench/results/<timestamp>.txt with wrk's raw output of
 # every round. It is a benchmark, not a test: it asserts nothing about time and exits
 # non-zero only when the setup fails.
@@ -599,7 +600,7 @@ wait_granted few probe
 
 # Results per run under NAME.ROUND (hot.1, hot.2, ...); after the rounds, per NAME, the
 # medians of the rounds (req/s, p50, p99) and their sums (non-2xx, requests, errors).
-declare -A RPS P50 P99 NON2XX REQS SOCKERR
+declare -A RPS P50 P99 NON2XX REQS SOCKERR CPU_SERVER CPU_REDIS
 WRK_TIMEOUT=$(($(duration_s "$DURATION") + 60))
 SCENARIOS=(hot keyed few many ceiling denied noop bare)
 declare -A LABEL=(
@@ -642,9 +643,28 @@ parse_wrk() {
     NON2XX[$name]=$non REQS[$name]=$req SOCKERR[$name]=$se
 }
 
+# CPU time (user + system, in clock ticks) a process has used so far: fields 14 and 15 of
+# /proc/PID/stat, that is the 12th and 13th after the command name in parentheses (which
+# may hold spaces); n/a if the process is gone.
+CLK_TCK=$(getconf CLK_TCK 2>/dev/null || echo 100)
+cpu_ticks() { # PID
+    local stat fields
+    stat=$(cat "/proc/$1/stat" 2>/dev/null) || { echo n/a; return; }
+    read -r -a fields <<<"${stat##*) }"
+    echo $((fields[11] + fields[12]))
+}
+# us of CPU per request: TICKS_BEFORE TICKS_AFTER REQUESTS -> us with one decimal, or n/a
+cpu_per_request() {
+    awk -v a="$1" -v b="$2" -v n="$3" -v hz="$CLK_TCK" 'BEGIN {
+        if (a !~ /^[0-9]+$/ || b !~ /^[0-9]+$/ || n !~ /^[0-9]+$/ || n == 0) { print "n/a"; exit }
+        printf "%.1f", (b - a) * 1e6 / hz / n }'
+}
+
 # run_wrk NAME ROUND DURATION URL [wrk options...] [-- script arguments...]: the results
-# go to the arrays under NAME.ROUND, wrk's output to $TMP/wrk-NAME.ROUND.txt. Round 0 is
-# the warm-up; round 1 also records the server's memory after each scenario.
+# go to the arrays under NAME.ROUND, wrk's output to $TMP/wrk-NAME.ROUND.txt, and the CPU
+# time per request of the process serving URL (ratekeeper, or bare_acquire for its
+# scenarios) and of Redis during the run to CPU_SERVER and CPU_REDIS. Round 0 is the
+# warm-up; round 1 also records the server's memory after each scenario.
 run_wrk() {
     local name=$1 round=$2 dur=$3 url=$4
     shift 4
@@ -660,11 +680,21 @@ run_wrk() {
     done
     local out=$TMP/wrk-$name.$round.txt what="round $round of $ROUNDS"
     ((round > 0)) || what=warm-up
+    local serving=$SERVER_PID
+    if [[ -n ${BARE_BASE:-} && $url == "$BARE_BASE"/* ]]; then
+        serving=$BARE_PID
+    fi
+    local server_before redis_before
+    server_before=$(cpu_ticks "$serving") redis_before=$(cpu_ticks "$REDIS_PID")
     log "wrk $name ($what): $THREADS threads, $CONNECTIONS connections, $dur"
     # wrk wants the URL after its options and before `--` and the script's arguments.
     if interruptible timeout -k 5 "$WRK_TIMEOUT" wrk -t "$THREADS" -c "$CONNECTIONS" -d "$dur" --latency \
         "${opts[@]}" "$url" -- "${script_args[@]}" >"$out" 2>&1; then
         parse_wrk "$name.$round" "$out"
+        CPU_SERVER[$name.$round]=$(cpu_per_request "$server_before" "$(cpu_ticks "$serving")" \
+            "${REQS[$name.$round]}")
+        CPU_REDIS[$name.$round]=$(cpu_per_request "$redis_before" "$(cpu_ticks "$REDIS_PID")" \
+            "${REQS[$name.$round]}")
     else
         log "WARNING: wrk $name failed:"
         tail -n 20 "$out" >&2 || true
@@ -905,13 +935,15 @@ mb() { # KB -> MB (10^6 bytes) with one decimal, or n/a
 # non-2xx, requests and socket errors of all rounds together, each round's req/s.
 declare -A ROUND_RPS
 for name in "${SCENARIOS[@]}"; do
-    rps=() p50=() p99=() non=() reqs=() errs=()
+    rps=() p50=() p99=() non=() reqs=() errs=() cpu_server=() cpu_redis=()
     for ((round = 1; round <= ROUNDS; round++)); do
         rps+=("${RPS[$name.$round]:-n/a}") p50+=("${P50[$name.$round]:-n/a}")
         p99+=("${P99[$name.$round]:-n/a}") non+=("${NON2XX[$name.$round]:-n/a}")
         reqs+=("${REQS[$name.$round]:-n/a}") errs+=("${SOCKERR[$name.$round]:-n/a}")
+        cpu_server+=("${CPU_SERVER[$name.$round]:-n/a}") cpu_redis+=("${CPU_REDIS[$name.$round]:-n/a}")
     done
     RPS[$name]=$(median "${rps[@]}") P50[$name]=$(median "${p50[@]}") P99[$name]=$(median "${p99[@]}")
+    CPU_SERVER[$name]=$(median "${cpu_server[@]}") CPU_REDIS[$name]=$(median "${cpu_redis[@]}")
     NON2XX[$name]=$(total "${non[@]}") REQS[$name]=$(total "${reqs[@]}") SOCKERR[$name]=$(total "${errs[@]}")
     ROUND_RPS[$name]=$(for v in "${rps[@]}"; do printf ' %9s' "$(fmt_rps "$v")"; done)
 done
@@ -972,6 +1004,13 @@ REPORT=$TMP/report.txt
     echo "req/s of each round, in order:"
     for name in "${SCENARIOS[@]}"; do
         printf '  %-30s%s\n' "${LABEL[$name]}" "${ROUND_RPS[$name]}"
+    done
+    echo
+    echo "CPU time per request, us (user + system from /proc/<pid>/stat over each run, median"
+    echo "of the rounds): the process that served it (ratekeeper; bare_acquire for h and i) and Redis"
+    printf '  %-30s %8s %8s\n' "" server redis
+    for name in "${SCENARIOS[@]}"; do
+        printf '  %-30s %8s %8s\n' "${LABEL[$name]}" "${CPU_SERVER[$name]}" "${CPU_REDIS[$name]}"
     done
     echo
     echo "ratios (targets of bench/README.md; informational, nothing is asserted):"
