@@ -117,30 +117,48 @@ fn call(shape: Shape, size: usize, first: usize) -> Cmd {
                 .arg(1)
                 .arg(APP);
         }
-        Shape::DistinctPolicies => {
-            cmd.arg(size);
-            for i in first..first + size {
-                cmd.arg(policy_key(i % POLICIES));
-            }
-            for _ in 0..size {
+        Shape::DistinctPolicies => distinct_entries(
+            &mut cmd,
+            size,
+            first,
+            |i| policy_key(i % POLICIES),
+            |cmd| {
                 cmd.arg(Algorithm::TokenBucket.index())
                     .arg(1)
                     .arg(1)
                     .arg(APP);
-            }
-        }
-        Shape::DistinctKeys => {
-            cmd.arg(size);
-            for i in first..first + size {
-                cmd.arg(keyed_key(i % KEYS));
-            }
-            for _ in 0..size {
+            },
+        ),
+        Shape::DistinctKeys => distinct_entries(
+            &mut cmd,
+            size,
+            first,
+            |i| keyed_key(i % KEYS),
+            |cmd| {
                 cmd.arg(-Algorithm::TokenBucket.index()).arg(1).arg(1);
                 cmd.arg(KEYED_MAX_PERMITS).arg(KEYED_RATE).arg("1").arg(1);
-            }
-        }
+            },
+        ),
     }
     cmd
+}
+
+/// `size` batch entries of one acquire each on distinct keys, `key(i)` for the i-th of
+/// `first..first + size`: the key count and keys, then each entry's arguments (`args`).
+fn distinct_entries(
+    cmd: &mut Cmd,
+    size: usize,
+    first: usize,
+    key: impl Fn(usize) -> String,
+    args: impl Fn(&mut Cmd),
+) {
+    cmd.arg(size);
+    for i in first..first + size {
+        cmd.arg(key(i));
+    }
+    for _ in 0..size {
+        args(cmd);
+    }
 }
 
 /// A script's reply as integers: a single script answers an array of them, the batch
