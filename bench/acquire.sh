@@ -600,7 +600,7 @@ wait_granted few probe
 
 # Results per run under NAME.ROUND (hot.1, hot.2, ...); after the rounds, per NAME, the
 # medians of the rounds (req/s, p50, p99) and their sums (non-2xx, requests, errors).
-declare -A RPS P50 P99 NON2XX REQS SOCKERR CPU_SERVER CPU_REDIS
+declare -A RPS P50 P99 NON2XX REQS SOCKERR CPU_SERVER CPU_REDIS CPU_MACHINE
 WRK_TIMEOUT=$(($(duration_s "$DURATION") + 60))
 SCENARIOS=(hot keyed few many ceiling denied noop bare)
 declare -A LABEL=(
@@ -653,6 +653,13 @@ cpu_ticks() { # PID
     read -r -a fields <<<"${stat##*) }"
     echo $((fields[11] + fields[12]))
 }
+# CPU time (in clock ticks) the machine's cores have worked so far, whoever ran: the first
+# line of /proc/stat, user, nice, system, irq and softirq (guest time is inside user; idle,
+# iowait and the time the hypervisor gave to others, steal, are not work done here).
+machine_ticks() {
+    awk '$1 == "cpu" { print $2 + $3 + $4 + $7 + $8; found = 1; exit }
+        END { if (!found) print "n/a" }' /proc/stat 2>/dev/null || echo n/a
+}
 # us of CPU per request: TICKS_BEFORE TICKS_AFTER REQUESTS -> us with one decimal, or n/a
 cpu_per_request() {
     awk -v a="$1" -v b="$2" -v n="$3" -v hz="$CLK_TCK" 'BEGIN {
@@ -663,7 +670,8 @@ cpu_per_request() {
 # run_wrk NAME ROUND DURATION URL [wrk options...] [-- script arguments...]: the results
 # go to the arrays under NAME.ROUND, wrk's output to $TMP/wrk-NAME.ROUND.txt, and the CPU
 # time per request of the process serving URL (ratekeeper, or bare_acquire for its
-# scenarios) and of Redis during the run to CPU_SERVER and CPU_REDIS. Round 0 is the
+# scenarios), of Redis and of the whole machine (wrk included) during the run to
+# CPU_SERVER, CPU_REDIS and CPU_MACHINE. Round 0 is the
 # warm-up; round 1 also records the server's memory after each scenario.
 run_wrk() {
     local name=$1 round=$2 dur=$3 url=$4
@@ -684,8 +692,9 @@ run_wrk() {
     if [[ -n ${BARE_BASE:-} && $url == "$BARE_BASE"/* ]]; then
         serving=$BARE_PID
     fi
-    local server_before redis_before
+    local server_before redis_before machine_before
     server_before=$(cpu_ticks "$serving") redis_before=$(cpu_ticks "$REDIS_PID")
+    machine_before=$(machine_ticks)
     log "wrk $name ($what): $THREADS threads, $CONNECTIONS connections, $dur"
     # wrk wants the URL after its options and before `--` and the script's arguments.
     if interruptible timeout -k 5 "$WRK_TIMEOUT" wrk -t "$THREADS" -c "$CONNECTIONS" -d "$dur" --latency \
@@ -694,6 +703,8 @@ run_wrk() {
         CPU_SERVER[$name.$round]=$(cpu_per_request "$server_before" "$(cpu_ticks "$serving")" \
             "${REQS[$name.$round]}")
         CPU_REDIS[$name.$round]=$(cpu_per_request "$redis_before" "$(cpu_ticks "$REDIS_PID")" \
+            "${REQS[$name.$round]}")
+        CPU_MACHINE[$name.$round]=$(cpu_per_request "$machine_before" "$(machine_ticks)" \
             "${REQS[$name.$round]}")
     else
         log "WARNING: wrk $name failed:"
@@ -915,6 +926,21 @@ per_policy() { # BEFORE AFTER -> bytes per policy
         if (a !~ /^[0-9]+$/ || b !~ /^[0-9]+$/) { print "n/a"; exit }
         printf "%.0f", (b - a) / n }'
 }
+cores_busy() { # NAME -> the machine's CPU time per request x req/s: how many cores worked
+    awk -v m="${CPU_MACHINE[$1]}" -v r="${RPS[$1]}" 'BEGIN {
+        if (m !~ /^[0-9.]+$/ || r !~ /^[0-9.]+$/) { print "n/a"; exit }
+        printf "%.2f", m * r / 1e6 }'
+}
+budget_row() { # TARGET X REF RATIO: X's machine time per request against ref's / RATIO
+    awk -v label="$1" -v ref="${CPU_MACHINE[$3]}" -v ratio="$4" -v uses="${CPU_MACHINE[$2]}" \
+        -v redis="${CPU_REDIS[$2]}" -v server="${CPU_SERVER[$2]}" -v h="${CPU_SERVER[noop]}" 'BEGIN {
+        num = "^[0-9.]+$"
+        may = (ref ~ num) ? sprintf("%.1f", ref / ratio) : "n/a"
+        beyond = (server ~ num && h ~ num) ? sprintf("%.1f", server - h) : "n/a"
+        if (uses ~ num) uses = sprintf("%.1f", uses)
+        if (redis ~ num) redis = sprintf("%.1f", redis)
+        printf "  %-30s %8s %8s %8s %9s\n", label, may, uses, redis, beyond }'
+}
 fmt_rps() { awk -v v="$1" 'BEGIN { if (v ~ /^[0-9.]+$/) printf "%.0f", v; else print v }'; }
 median() { # VALUES... -> the median of the numeric ones (n/a if none)
     printf '%s\n' "$@" | awk '$1 ~ /^[0-9.]+$/' | sort -g | awk '{ v[NR] = $1 }
@@ -935,15 +961,17 @@ mb() { # KB -> MB (10^6 bytes) with one decimal, or n/a
 # non-2xx, requests and socket errors of all rounds together, each round's req/s.
 declare -A ROUND_RPS
 for name in "${SCENARIOS[@]}"; do
-    rps=() p50=() p99=() non=() reqs=() errs=() cpu_server=() cpu_redis=()
+    rps=() p50=() p99=() non=() reqs=() errs=() cpu_server=() cpu_redis=() cpu_machine=()
     for ((round = 1; round <= ROUNDS; round++)); do
         rps+=("${RPS[$name.$round]:-n/a}") p50+=("${P50[$name.$round]:-n/a}")
         p99+=("${P99[$name.$round]:-n/a}") non+=("${NON2XX[$name.$round]:-n/a}")
         reqs+=("${REQS[$name.$round]:-n/a}") errs+=("${SOCKERR[$name.$round]:-n/a}")
         cpu_server+=("${CPU_SERVER[$name.$round]:-n/a}") cpu_redis+=("${CPU_REDIS[$name.$round]:-n/a}")
+        cpu_machine+=("${CPU_MACHINE[$name.$round]:-n/a}")
     done
     RPS[$name]=$(median "${rps[@]}") P50[$name]=$(median "${p50[@]}") P99[$name]=$(median "${p99[@]}")
     CPU_SERVER[$name]=$(median "${cpu_server[@]}") CPU_REDIS[$name]=$(median "${cpu_redis[@]}")
+    CPU_MACHINE[$name]=$(median "${cpu_machine[@]}")
     NON2XX[$name]=$(total "${non[@]}") REQS[$name]=$(total "${reqs[@]}") SOCKERR[$name]=$(total "${errs[@]}")
     ROUND_RPS[$name]=$(for v in "${rps[@]}"; do printf ' %9s' "$(fmt_rps "$v")"; done)
 done
@@ -1007,11 +1035,29 @@ REPORT=$TMP/report.txt
     done
     echo
     echo "CPU time per request, us (user + system from /proc/<pid>/stat over each run, median"
-    echo "of the rounds): the process that served it (ratekeeper; bare_acquire for h and i) and Redis"
-    printf '  %-30s %8s %8s\n' "" server redis
+    echo "of the rounds): the process that served it (ratekeeper; bare_acquire for h and i), Redis,"
+    echo "and the whole machine (/proc/stat: wrk and everything else included); 'cores busy' is the"
+    echo "machine's time per request times the median req/s"
+    printf '  %-30s %8s %8s %8s %11s\n' "" server redis machine "cores busy"
     for name in "${SCENARIOS[@]}"; do
-        printf '  %-30s %8s %8s\n' "${LABEL[$name]}" "${CPU_SERVER[$name]}" "${CPU_REDIS[$name]}"
+        printf '  %-30s %8s %8s %8s %11s\n' "${LABEL[$name]}" "${CPU_SERVER[$name]}" \
+            "${CPU_REDIS[$name]}" "${CPU_MACHINE[$name]}" "$(cores_busy "$name")"
     done
+    echo
+    echo "what each batching target leaves, in the machine's CPU time per request (us): with the"
+    echo "cores saturated, req/s go as 1 / that time, so 'X >= R x ref' lets X use at most ref's"
+    echo "time / R. 'redis' and 'beyond h' (ratekeeper's own time less the parse-only handler's)"
+    echo "are where X's time goes beyond the parse-only request:"
+    printf '  %-30s %8s %8s %8s %9s\n' target "may use" uses redis "beyond h"
+    budget_row "hot >= 0.85 x parse only" hot noop 0.85
+    budget_row "many >= 0.70 x parse only" many noop 0.7
+    budget_row "keyed >= 0.70 x parse only" keyed noop 0.7
+    budget_row "denied >= 0.90 x parse only" denied noop 0.9
+    budget_row "hot >= 1.30 x one EVALSHA" hot bare 1.3
+    budget_row "many >= 1.30 x one EVALSHA" many bare 1.3
+    budget_row "keyed >= 1.30 x one EVALSHA" keyed bare 1.3
+    echo "  p99 <= 3 ms at $CONNECTIONS connections: hot ${P99[hot]}, many ${P99[many]}, keyed ${P99[keyed]} ms;"
+    echo "    the parse-only handler's own p99 in this run: ${P99[noop]} ms"
     echo
     echo "ratios (targets of bench/README.md; informational, nothing is asserted):"
     printf '  %-28s %6s   target >= 0.55, p99 <= 4 ms: %s / %s\n' "hot / ceiling" "$R_HOT" \
