@@ -20,11 +20,12 @@
 #![forbid(unsafe_code)]
 
 use std::collections::HashMap;
+use std::time::Duration;
 
 use ratekeeper::domain::Algorithm;
 use ratekeeper::limiter::scripts::{self, LuaScript, batch_reply_integers};
 use redis::aio::MultiplexedConnection;
-use redis::{Cmd, RedisResult};
+use redis::{AsyncConnectionConfig, Cmd, RedisResult};
 
 #[path = "shared/never_reached.rs"]
 mod never_reached;
@@ -278,7 +279,13 @@ async fn main() -> anyhow::Result<()> {
         .nth(1)
         .unwrap_or_else(|| "redis://127.0.0.1:6379".to_owned());
     let client = redis::Client::open(url.as_str())?;
-    let mut conn = client.get_multiplexed_async_connection().await?;
+    // A round is one pipeline of 20,000 acquires: on a slow machine their replies take
+    // longer than the client's default response timeout (500 ms), which would fail the
+    // round; the timeout here only guards against a Redis that hangs.
+    let config = AsyncConnectionConfig::new().set_response_timeout(Some(Duration::from_secs(60)));
+    let mut conn = client
+        .get_multiplexed_async_connection_with_config(&config)
+        .await?;
     for shape in [Shape::AloneGlobal, Shape::AloneKeyed, Shape::OneBucket] {
         shape.script().load_async(&mut conn).await?;
     }
