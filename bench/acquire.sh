@@ -933,13 +933,17 @@ cores_busy() { # NAME -> the machine's CPU time per request x req/s: how many co
 }
 budget_row() { # TARGET X REF RATIO: X's machine time per request against ref's / RATIO
     awk -v label="$1" -v ref="${CPU_MACHINE[$3]}" -v ratio="$4" -v uses="${CPU_MACHINE[$2]}" \
-        -v redis="${CPU_REDIS[$2]}" -v server="${CPU_SERVER[$2]}" -v h="${CPU_SERVER[noop]}" 'BEGIN {
+        -v redis="${CPU_REDIS[$2]}" -v server="${CPU_SERVER[$2]}" -v h="${CPU_SERVER[noop]}" \
+        -v h_machine="${CPU_MACHINE[noop]}" 'BEGIN {
         num = "^[0-9.]+$"
         may = (ref ~ num) ? sprintf("%.1f", ref / ratio) : "n/a"
         beyond = (server ~ num && h ~ num) ? sprintf("%.1f", server - h) : "n/a"
+        floor = (h_machine ~ num && redis ~ num) ? sprintf("%.1f", h_machine + redis) : "n/a"
+        reach = ""
+        if (floor != "n/a" && may != "n/a" && floor + 0 > may + 0) reach = "  out of reach"
         if (uses ~ num) uses = sprintf("%.1f", uses)
         if (redis ~ num) redis = sprintf("%.1f", redis)
-        printf "  %-30s %8s %8s %8s %9s\n", label, may, uses, redis, beyond }'
+        printf "  %-30s %8s %8s %8s %9s %10s%s\n", label, may, uses, redis, beyond, floor, reach }'
 }
 fmt_rps() { awk -v v="$1" 'BEGIN { if (v ~ /^[0-9.]+$/) printf "%.0f", v; else print v }'; }
 median() { # VALUES... -> the median of the numeric ones (n/a if none)
@@ -1047,8 +1051,10 @@ REPORT=$TMP/report.txt
     echo "what each batching target leaves, in the machine's CPU time per request (us): with the"
     echo "cores saturated, req/s go as 1 / that time, so 'X >= R x ref' lets X use at most ref's"
     echo "time / R. 'redis' and 'beyond h' (ratekeeper's own time less the parse-only handler's)"
-    echo "are where X's time goes beyond the parse-only request:"
-    printf '  %-30s %8s %8s %8s %9s\n' target "may use" uses redis "beyond h"
+    echo "are where X's time goes beyond the parse-only request; 'h + redis' is what X would use"
+    echo "if ratekeeper cost no more than the parse-only handler: above 'may use', the target is"
+    echo "out of reach in this run whatever the server does, short of taking Redis' time down:"
+    printf '  %-30s %8s %8s %8s %9s %10s\n' target "may use" uses redis "beyond h" "h + redis"
     budget_row "hot >= 0.85 x parse only" hot noop 0.85
     budget_row "many >= 0.70 x parse only" many noop 0.7
     budget_row "keyed >= 0.70 x parse only" keyed noop 0.7
