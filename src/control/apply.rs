@@ -3,6 +3,8 @@
 //! applications it does not list); applied all at once in one transaction, through the
 //! same steps as the single-policy calls (history, audit, Redis push after commit).
 
+use std::collections::{HashMap, HashSet};
+
 use serde::Serialize;
 
 use crate::auth::{Actor, Permission};
@@ -10,9 +12,9 @@ use crate::domain::{FieldErrors, PolicySpec};
 use crate::policy_file::{FieldChange, PolicyFile, field_changes};
 use crate::store::{AppRecord, PolicyRecord, Tx};
 
-use super::plan_id::{plan_id, stale};
+use super::plan_id::{newest_seen, plan_id, same_plan, stale};
 use super::policies::{delete_policy, insert_policy, update_policy};
-use super::policy_checks::check_apps_exist;
+use super::policy_checks::unknown_app_errors;
 use super::{Control, ControlError, authorised_app};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
@@ -36,13 +38,18 @@ pub struct PlannedPolicy {
     /// For an update: the fields it changes, as the file writes them.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub changes: Vec<FieldChange>,
+    /// Every setting the policy would have (empty for a delete), bound by the plan id:
+    /// a create shows no field changes, yet its settings are planned too.
+    #[serde(skip)]
+    pub settings: String,
 }
 
 /// The changes a file makes, and an id to apply exactly these.
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct Plan {
-    /// A digest of each planned policy's current state (exists? version) and change;
-    /// given back to apply, a different plan by then is a 409.
+    /// A digest of the planned policies (their stored versions and every setting they
+    /// would have) and the time of the newest change it saw; given back to apply, a
+    /// different plan by then is a 409.
     pub plan_id: String,
     /// Whether the changes were made (false for a dry run).
     pub applied: bool,
@@ -63,8 +70,29 @@ pub enum ApplyError {
 enum Step {
     Create(PolicySpec, AppRecord),
     Update(PolicyRecord, PolicySpec),
-    Keep,
+    Keep(PolicyRecord),
     Delete(PolicyRecord),
+}
+
+impl Step {
+    fn name(&self) -> &str {
+        match self {
+            Step::Create(spec, _) => spec.name.as_str(),
+            Step::Update(current, _) | Step::Keep(current) | Step::Delete(current) => {
+                current.spec.name.as_str()
+            }
+        }
+    }
+
+    /// When the stored policy was last created or changed.
+    fn stored_ms(&self) -> Option<i64> {
+        match self {
+            Step::Create(..) => None,
+            Step::Update(current, _) | Step::Keep(current) | Step::Delete(current) => {
+                Some(current.created_ms.max(current.updated_ms))
+            }
+        }
+    }
 }
 
 impl Control {
@@ -94,7 +122,8 @@ impl Control {
     ) -> Result<Plan, ApplyError> {
         match self.apply_file_once(actor, file, prune, plan_id).await {
             // The database aborted the transaction to break a deadlock with a simultaneous
-            // one, so nothing of it was saved. Once more from the start: the plan is made
+            // one, or a simultaneous apply created a policy this one creates, so nothing
+            // of it was saved. Once more from the start: the plan is made
             // again in the new transaction and checked against `plan_id` as before, so
             // nothing is applied that the caller did not plan. A second abort is the
             // caller's 409.
@@ -116,20 +145,35 @@ impl Control {
         let mut tx = self.store.begin().await.map_err(ControlError::from)?;
         let (mut plan, steps) = planned(&mut tx, actor, file, prune, true).await?;
         if let Some(seen) = plan_id
-            && seen != plan.plan_id
+            && !same_plan(seen, &plan.policies)
         {
-            return Err(ControlError::Conflict(stale(seen, &plan)).into());
+            let seen_newest = newest_seen(seen).unwrap_or(i64::MAX);
+            let changed: Vec<String> = steps
+                .iter()
+                .filter(|step| step.stored_ms().is_some_and(|ms| ms > seen_newest))
+                .map(|step| step.name().to_owned())
+                .collect();
+            return Err(ControlError::Conflict(stale(seen, &changed)).into());
         }
         let (mut saved, mut deleted) = (Vec::new(), Vec::new());
         for step in steps {
             match step {
                 Step::Create(spec, app) => {
-                    saved.push(insert_policy(&mut tx, actor, &spec, &app).await?);
+                    let created = match insert_policy(&mut tx, actor, &spec, &app).await {
+                        // A simultaneous apply created it after this one read that it did
+                        // not exist: nothing of this one is kept, and it is made again
+                        // from the start (a plan_id then no longer matches).
+                        Err(ControlError::Conflict(why)) => {
+                            return Err(ControlError::Aborted(anyhow::anyhow!(why)).into());
+                        }
+                        created => created?,
+                    };
+                    saved.push(created);
                 }
                 Step::Update(current, spec) => {
                     saved.push(update_policy(&mut tx, actor, &current, &spec).await?);
                 }
-                Step::Keep => {}
+                Step::Keep(_) => {}
                 Step::Delete(current) => {
                     delete_policy(&mut tx, actor, &current).await?;
                     deleted.push(current.spec.name);
@@ -161,15 +205,15 @@ async fn planned(
     // Read (and lock) the file's policies in name order, whatever order the file lists
     // them in: two applies that touch the same policies then queue on the first they
     // share, rather than each holding a row the other waits for (a deadlock).
-    let mut by_name: Vec<usize> = (0..file.specs.len()).collect();
-    by_name.sort_by(|&a, &b| file.specs[a].name.as_str().cmp(file.specs[b].name.as_str()));
-    let mut found = Vec::new();
-    for index in by_name {
-        let name = file.specs[index].name.as_str();
-        found.push((index, stored(tx, name, lock).await?));
-    }
-    found.sort_by_key(|(index, _)| *index);
-    let currents: Vec<Option<PolicyRecord>> = found.into_iter().map(|(_, c)| c).collect();
+    let names: Vec<&str> = file.specs.iter().map(|s| s.name.as_str()).collect();
+    let mut stored: HashMap<String, PolicyRecord> = tx
+        .policies_by_names(&names, lock)
+        .await
+        .map_err(ControlError::from)?
+        .into_iter()
+        .map(|record| (record.spec.name.to_string(), record))
+        .collect();
+    let currents: Vec<Option<PolicyRecord>> = names.iter().map(|n| stored.remove(*n)).collect();
     // The file's applications and those that own a policy it names.
     let mut touched: Vec<String> = file.apps.clone();
     touched.extend(
@@ -180,11 +224,13 @@ async fn planned(
     );
     touched.sort();
     touched.dedup();
-    let mut apps = Vec::new();
+    let mut apps = HashMap::new();
     let (mut forbidden, mut errors) = (Vec::new(), FieldErrors::default());
     for slug in &touched {
         match authorised_app(tx, actor, slug, Permission::Edit).await {
-            Ok(app) => apps.push(app),
+            Ok(app) => {
+                apps.insert(app.slug.clone(), app);
+            }
             Err(ControlError::Forbidden) => forbidden.push(slug.clone()),
             Err(ControlError::NotFound(_)) => {
                 errors.push("app", format!("no such application: {slug}"))
@@ -195,6 +241,14 @@ async fn planned(
     if !forbidden.is_empty() {
         return Err(ApplyError::Forbidden(forbidden));
     }
+    // Every application, read once: the file's policies name them by the thousand.
+    let known: HashSet<String> = tx
+        .list_apps()
+        .await
+        .map_err(ControlError::from)?
+        .into_iter()
+        .map(|app| app.slug)
+        .collect();
     for (spec, current) in file.specs.iter().zip(&currents) {
         if let Some(current) = current
             && current.spec.owner_app != spec.owner_app
@@ -207,10 +261,8 @@ async fn planned(
                 ),
             );
         }
-        if let Err(ControlError::Invalid(found)) = check_apps_exist(tx, spec).await {
-            for e in found.0 {
-                errors.push(format!("{}.{}", spec.name, e.field), e.message);
-            }
+        for e in unknown_app_errors(spec, |slug| !known.contains(slug)).0 {
+            errors.push(format!("{}.{}", spec.name, e.field), e.message);
         }
     }
     if !errors.is_empty() {
@@ -221,8 +273,8 @@ async fn planned(
     for (spec, current) in file.specs.iter().zip(currents) {
         let (entry, step) = match current {
             None => {
-                let app = apps.iter().find(|a| a.slug == spec.owner_app.as_str());
-                let app = app.cloned().ok_or(ControlError::NotFound("application"))?;
+                let app = apps.get(spec.owner_app.as_str()).cloned();
+                let app = app.ok_or(ControlError::NotFound("application"))?;
                 (
                     entry(spec, PlanAction::Create, None, Vec::new()),
                     Step::Create(spec.clone(), app),
@@ -235,7 +287,7 @@ async fn planned(
                     Some(current.version),
                     Vec::new(),
                 ),
-                Step::Keep,
+                Step::Keep(current),
             ),
             Some(current) => {
                 let changes = field_changes(&current.spec, spec);
@@ -247,42 +299,47 @@ async fn planned(
         steps.push(step);
     }
     if prune {
-        for app in apps.iter().filter(|a| file.apps.contains(&a.slug)) {
-            for listed in tx
+        let listed: HashSet<&str> = names.iter().copied().collect();
+        let mut unlisted = Vec::new();
+        for slug in &file.apps {
+            let Some(app) = apps.get(slug) else { continue };
+            let owned = tx
                 .list_policies(Some(&app.id))
                 .await
-                .map_err(ControlError::from)?
-            {
-                if file.specs.iter().any(|s| s.name == listed.spec.name) {
-                    continue;
-                }
-                let Some(current) = stored(tx, listed.spec.name.as_str(), lock).await? else {
-                    continue;
-                };
-                entries.push(entry(
-                    &current.spec,
-                    PlanAction::Delete,
-                    Some(current.version),
-                    Vec::new(),
-                ));
-                steps.push(Step::Delete(current));
-            }
+                .map_err(ControlError::from)?;
+            unlisted.extend(
+                owned
+                    .into_iter()
+                    .map(|p| p.spec.name.to_string())
+                    .filter(|name| !listed.contains(name.as_str())),
+            );
+        }
+        unlisted.sort();
+        let unlisted: Vec<&str> = unlisted.iter().map(String::as_str).collect();
+        // Read again, locked: the list above was not.
+        for current in tx
+            .policies_by_names(&unlisted, lock)
+            .await
+            .map_err(ControlError::from)?
+        {
+            let mut planned = entry(
+                &current.spec,
+                PlanAction::Delete,
+                Some(current.version),
+                Vec::new(),
+            );
+            planned.settings.clear();
+            entries.push(planned);
+            steps.push(Step::Delete(current));
         }
     }
+    let newest = steps.iter().filter_map(Step::stored_ms).max().unwrap_or(0);
     let plan = Plan {
-        plan_id: plan_id(&entries),
+        plan_id: plan_id(&entries, newest),
         applied: false,
         policies: entries,
     };
     Ok((plan, steps))
-}
-
-async fn stored(tx: &mut Tx, name: &str, lock: bool) -> Result<Option<PolicyRecord>, ControlError> {
-    Ok(if lock {
-        tx.policy_by_name_for_update(name).await?
-    } else {
-        tx.policy_by_name(name).await?
-    })
 }
 
 fn entry(
@@ -297,5 +354,8 @@ fn entry(
         action,
         version,
         changes,
+        // The spec's own text: every setting, in one form per build of the server (a plan
+        // made by one release and applied by another is stale: planned again).
+        settings: format!("{spec:?}"),
     }
 }

@@ -104,6 +104,21 @@ impl Control {
         })
     }
 
+    /// Whether `actor` may change the policies of any application: a policy file of
+    /// anyone else is refused before it is read.
+    #[tracing::instrument(level = "debug", skip_all, fields(actor = %actor.name))]
+    pub async fn may_edit_any_app(&self, actor: &Actor) -> ControlResult<bool> {
+        let Some(user_id) = actor.user_id.as_ref().filter(|_| !actor.is_admin) else {
+            return Ok(actor.is_admin);
+        };
+        let mut tx = self.store.begin_read().await?;
+        let roles = tx.roles_of_user(user_id).await?;
+        tx.commit().await?;
+        Ok(roles
+            .into_iter()
+            .any(|(_, role)| actor.may(role, Permission::Edit)))
+    }
+
     /// The slugs of the applications whose policies `actor` may change (every one for
     /// an admin), by slug: what a policy file of theirs may touch.
     #[tracing::instrument(level = "debug", skip_all, fields(actor = %actor.name))]

@@ -95,16 +95,48 @@ async fn unknown_apps(tx: &mut Tx, slugs: &[AppSlug]) -> ControlResult<FieldErro
 /// The applications a spec names exist: its allowed apps and, for a per_app policy, its
 /// overrides' matches (each named in the error).
 pub(super) async fn check_apps_exist(tx: &mut Tx, spec: &PolicySpec) -> ControlResult<()> {
-    let mut errors = unknown_apps(tx, &spec.allowed_apps).await?;
-    if spec.scope == Scope::PerApp && !spec.overrides.is_empty() {
-        let slugs: Vec<AppSlug> = spec
-            .overrides
-            .iter()
-            .filter_map(|o| AppSlug::parse(&o.matches).ok())
-            .collect();
-        let unknown = tx.unknown_slugs(&slugs).await?;
+    let unknown = tx.unknown_slugs(&named_apps(spec)).await?;
+    let errors = unknown_app_errors(spec, |slug| unknown.iter().any(|u| u == slug));
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(ControlError::Invalid(errors))
+    }
+}
+
+/// The applications a spec names: its allowed apps and, for a per_app policy, its
+/// overrides' matches.
+fn named_apps(spec: &PolicySpec) -> Vec<AppSlug> {
+    let mut slugs = spec.allowed_apps.clone();
+    if spec.scope == Scope::PerApp {
+        slugs.extend(
+            spec.overrides
+                .iter()
+                .filter_map(|o| AppSlug::parse(&o.matches).ok()),
+        );
+    }
+    slugs
+}
+
+/// Errors naming the applications of a spec that `unknown` says do not exist (many
+/// specs are checked against one list of the applications).
+pub(super) fn unknown_app_errors(spec: &PolicySpec, unknown: impl Fn(&str) -> bool) -> FieldErrors {
+    let mut errors = FieldErrors::default();
+    let missing: Vec<&str> = spec
+        .allowed_apps
+        .iter()
+        .map(AppSlug::as_str)
+        .filter(|slug| unknown(slug))
+        .collect();
+    if !missing.is_empty() {
+        errors.push(
+            "allowed_apps",
+            format!("no such application: {}", missing.join(", ")),
+        );
+    }
+    if spec.scope == Scope::PerApp {
         for (i, o) in spec.overrides.iter().enumerate() {
-            if unknown.contains(&o.matches) {
+            if unknown(&o.matches) {
                 errors.push(
                     format!("overrides[{i}].match"),
                     format!("no such application: {}", o.matches),
@@ -112,9 +144,5 @@ pub(super) async fn check_apps_exist(tx: &mut Tx, spec: &PolicySpec) -> ControlR
             }
         }
     }
-    if errors.is_empty() {
-        Ok(())
-    } else {
-        Err(ControlError::Invalid(errors))
-    }
+    errors
 }

@@ -8,7 +8,10 @@ use super::units::Amount;
 
 /// One application's policies.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "an application's document: a mapping with `app` and `policies`"
+)]
 pub struct AppDocument {
     /// The owner application's slug.
     pub app: String,
@@ -18,7 +21,10 @@ pub struct AppDocument {
 
 /// One policy, in the units a person writes.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a policy: a mapping with `name`, `max_permits` and the other fields of a policy"
+)]
 pub struct FilePolicy {
     pub name: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -48,7 +54,10 @@ pub struct FilePolicy {
 
 /// Other limits for one caller of a keyed policy.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "an override: a mapping with `match` and the limits it changes"
+)]
 pub struct FileOverride {
     #[serde(rename = "match")]
     pub matches: String,
@@ -74,11 +83,20 @@ impl<'de> Deserialize<'de> for Documents {
 
 struct DocumentsVisitor;
 
+/// A document with nothing in it (or only comments).
+const EMPTY: &str = "is empty: a document names an application (`app`) and lists its policies";
+
 impl<'de> serde::de::Visitor<'de> for DocumentsVisitor {
     type Value = Documents;
 
     fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
         f.write_str("a document with `app` and `policies`, or a list of them")
+    }
+    fn visit_none<E: serde::de::Error>(self) -> Result<Documents, E> {
+        Err(E::custom(EMPTY))
+    }
+    fn visit_unit<E: serde::de::Error>(self) -> Result<Documents, E> {
+        Err(E::custom(EMPTY))
     }
     fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<Documents, A::Error> {
         let one = AppDocument::deserialize(serde::de::value::MapAccessDeserializer::new(map))?;

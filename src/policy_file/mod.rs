@@ -1,16 +1,20 @@
 //! Policies as a file (YAML or JSON) that people keep in version control: the format
-//! (`format`), amounts in units (`units`), reading a file into validated specs (`parse`),
+//! (`format`), what one file may make a reader do (`caps`), reading off the async workers (`off_thread`), amounts in units (`units`), reading a file into validated specs (`parse`),
 //! writing policies as a file (`render`), the field differences a plan shows (`plan`) and the format's JSON Schema (`schema`).
 
+mod caps;
 mod format;
+mod off_thread;
 mod parse;
 mod plan;
 mod render;
 mod schema;
 mod units;
 
+pub use caps::Caps;
 pub use format::{AppDocument, FileOverride, FilePolicy};
-pub use parse::{FileError, FileErrors, PolicyFile, parse, parse_file};
+pub use off_thread::parse_off_thread;
+pub use parse::{FileError, FileErrors, PolicyFile, parse, parse_file, parse_file_within};
 pub use plan::{FieldChange, field_changes};
 pub use render::{documents, to_json, to_yaml};
 pub use schema::schema;

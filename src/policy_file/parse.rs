@@ -1,9 +1,14 @@
 //! A policy file made into validated `PolicySpec`s, with the same checks as the API
 //! (`new_policy`), every error naming the document, the line and the field.
 
+use std::collections::{HashMap, HashSet};
+
+use serde::Deserialize;
+
 use crate::control::{OverrideInput, PolicyInput, new_policy};
 use crate::domain::{DisplayUnits, PolicySpec};
 
+use super::caps::{self, Caps, Refusal};
 use super::format::{AppDocument, Documents, FileOverride, FilePolicy};
 use super::units::{parse_duration, parse_rate};
 
@@ -50,43 +55,58 @@ pub struct PolicyFile {
     pub specs: Vec<PolicySpec>,
 }
 
-/// The policies a file describes: JSON when it starts with `{` or `[`, YAML otherwise.
+/// The most errors one answer lists; the rest are counted.
+const ERRORS_SHOWN: usize = 100;
+
+/// The policies a file describes (see [`parse_file`]).
 pub fn parse(text: &str) -> Result<Vec<PolicySpec>, FileErrors> {
     parse_file(text).map(|file| file.specs)
 }
 
-/// [`parse`], with the applications the file names.
+/// [`parse_file_within`] the caps of a file given to the admin API or the CLI.
 pub fn parse_file(text: &str) -> Result<PolicyFile, FileErrors> {
-    let documents = if text.trim_start().starts_with(['{', '[']) {
-        vec![read_json(text)?]
-    } else {
-        read_yaml(text)?
+    parse_file_within(text, Caps::FILE)
+}
+
+/// The policies a file describes, with the applications it names: JSON when the whole
+/// text is one JSON value, YAML otherwise (several documents, flow style included). A
+/// byte-order mark at the start is skipped. A file over `caps` is refused before it is
+/// read.
+pub fn parse_file_within(text: &str, caps: Caps) -> Result<PolicyFile, FileErrors> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    if let Err(refusal) = caps::check(text, caps) {
+        return Err(FileErrors(vec![refused(text, refusal)]));
+    }
+    let documents = match read_json(text) {
+        Some(read) => vec![read?],
+        None => read_yaml(text)?,
     };
+    let lines = Lines::of(text);
     let mut errors = Vec::new();
     let mut specs: Vec<PolicySpec> = Vec::new();
+    let mut names = HashSet::new();
     let mut named: Vec<String> = Vec::new();
-    for (d, Documents(apps)) in documents.iter().enumerate() {
-        for app in apps {
-            if !named.contains(&app.app) {
+    let mut apps = HashSet::new();
+    for (d, Documents(documents)) in documents.iter().enumerate() {
+        for app in documents {
+            if apps.insert(app.app.as_str()) {
                 named.push(app.app.clone());
             }
             for (i, policy) in app.policies.iter().enumerate() {
-                let line = line_of(text, "name", &policy.name);
+                let line = lines.of_name(&policy.name);
                 match checked(app, policy) {
-                    Ok(spec) if specs.iter().any(|s| s.name == spec.name) => {
-                        errors.push(FileError {
-                            document: d + 1,
-                            line,
-                            field: format!("policies[{i}].name"),
-                            message: "names a policy already in this file".into(),
-                        })
-                    }
+                    Ok(spec) if !names.insert(spec.name.clone()) => errors.push(FileError {
+                        document: d + 1,
+                        line,
+                        field: format!("policies[{i}].name"),
+                        message: "names a policy already in this file".into(),
+                    }),
                     Ok(spec) => specs.push(spec),
                     Err(found) => errors.extend(found.into_iter().map(|(field, message)| {
                         let key = field.split(['.', '[']).next().unwrap_or_default();
                         FileError {
                             document: d + 1,
-                            line: line.map(|l| field_line(text, l, key).unwrap_or(l)),
+                            line: line.map(|l| lines.field(l, key).unwrap_or(l)),
                             field: if field == "app" {
                                 field
                             } else {
@@ -102,21 +122,89 @@ pub fn parse_file(text: &str) -> Result<PolicyFile, FileErrors> {
     if errors.is_empty() {
         Ok(PolicyFile { apps: named, specs })
     } else {
-        Err(FileErrors(errors))
+        Err(FileErrors(capped(errors)))
     }
 }
 
-fn read_json(text: &str) -> Result<Documents, FileErrors> {
-    let mut de = serde_json::Deserializer::from_str(text);
-    serde_path_to_error::deserialize(&mut de).map_err(|e| {
-        let line = e.inner().line();
-        FileErrors(vec![FileError {
+/// The first `ERRORS_SHOWN` errors, and one more that counts the others.
+fn capped(mut errors: Vec<FileError>) -> Vec<FileError> {
+    if errors.len() > ERRORS_SHOWN {
+        let more = errors.len() - ERRORS_SHOWN;
+        errors.truncate(ERRORS_SHOWN);
+        let last = errors[ERRORS_SHOWN - 1].document;
+        errors.push(FileError {
+            document: last,
+            line: None,
+            field: "file".into(),
+            message: format!("and {more} more errors (the first {ERRORS_SHOWN} are shown)"),
+        });
+    }
+    errors
+}
+
+/// A file over its caps, or not YAML, as an error of the file.
+fn refused(text: &str, refusal: Refusal) -> FileError {
+    match refusal {
+        Refusal::TooLarge { bytes, cap } => FileError {
             document: 1,
-            line: (line > 0).then_some(line),
-            field: e.path().to_string(),
-            message: strip_location(&e.inner().to_string()),
-        }])
-    })
+            line: None,
+            field: "file".into(),
+            message: format!(
+                "is {bytes} bytes, over the {cap} bytes a policy file may have: split it by application"
+            ),
+        },
+        Refusal::At {
+            document,
+            line,
+            message,
+        } => {
+            // Text that looks like JSON is told what JSON's reader finds wrong with it.
+            let json = json_syntax(text);
+            FileError {
+                document: if json.is_some() { 1 } else { document },
+                line: json.as_ref().map_or(Some(line), |(l, _)| *l),
+                field: "file".into(),
+                message: json.map_or(message, |(_, m)| m),
+            }
+        }
+    }
+}
+
+/// For text that starts like JSON and is not one JSON value: the line and JSON's message.
+fn json_syntax(text: &str) -> Option<(Option<usize>, String)> {
+    if !text.trim_start().starts_with(['{', '[']) {
+        return None;
+    }
+    let mut de = serde_json::Deserializer::from_str(text);
+    let read = serde::de::IgnoredAny::deserialize(&mut de).and_then(|_| de.end());
+    let e = read.err()?;
+    Some((
+        (e.line() > 0).then_some(e.line()),
+        strip_location(&e.to_string()),
+    ))
+}
+
+/// The file read as one JSON value, or `None` when it is not JSON (then it is YAML: flow
+/// style looks like JSON but may have more documents after it).
+fn read_json(text: &str) -> Option<Result<Documents, FileErrors>> {
+    if !text.trim_start().starts_with(['{', '[']) {
+        return None;
+    }
+    let mut de = serde_json::Deserializer::from_str(text);
+    match serde_path_to_error::deserialize(&mut de) {
+        // More after the value (`---` and another document, say): YAML.
+        Ok(documents) => de.end().ok().map(|()| Ok(documents)),
+        Err(e) if e.inner().is_syntax() || e.inner().is_eof() => None,
+        Err(e) => {
+            let line = e.inner().line();
+            Some(Err(FileErrors(vec![FileError {
+                document: 1,
+                line: (line > 0).then_some(line),
+                field: field_path(e.path()),
+                message: strip_location(&e.inner().to_string()),
+            }])))
+        }
+    }
 }
 
 fn read_yaml(text: &str) -> Result<Vec<Documents>, FileErrors> {
@@ -129,13 +217,21 @@ fn read_yaml(text: &str) -> Result<Vec<Documents>, FileErrors> {
                 return Err(FileErrors(vec![FileError {
                     document: d + 1,
                     line: e.inner().location().map(|l| l.line()),
-                    field: e.path().to_string(),
+                    field: field_path(e.path()),
                     message: strip_location(&e.inner().to_string()),
                 }]));
             }
         }
     }
     Ok(documents)
+}
+
+/// Where in a document an error is: `policies[0].rate`, or `file` for the whole of it.
+fn field_path(path: &serde_path_to_error::Path) -> String {
+    match path.to_string() {
+        root if root == "." => "file".into(),
+        path => path,
+    }
 }
 
 /// A parser's message without its own "path: " and " at line L column C" (the error
@@ -256,21 +352,54 @@ fn file_field(api_field: &str) -> String {
     }
 }
 
-/// The 1-based line on which `key` is set to `value` (YAML or JSON), if any.
-fn line_of(text: &str, key: &str, value: &str) -> Option<usize> {
-    text.lines()
-        .position(|line| key_of(line) == Some(key) && value_of(line) == Some(value))
-        .map(|i| i + 1)
+/// The file's lines, with where each policy name is set, found in one pass (a file of
+/// 100,000 policies is not searched once per policy).
+struct Lines<'a> {
+    lines: Vec<&'a str>,
+    /// The 1-based lines that set `name: <value>`, by value, in file order.
+    names: HashMap<&'a str, Vec<usize>>,
+    /// How many of each name's lines the policies read so far took.
+    taken: std::cell::RefCell<HashMap<&'a str, usize>>,
 }
 
-/// The line at or after `from` (1-based) that sets `key`, before the next policy's name.
-fn field_line(text: &str, from: usize, key: &str) -> Option<usize> {
-    text.lines()
-        .enumerate()
-        .skip(from - 1)
-        .take_while(|(i, line)| *i + 1 == from || key_of(line) != Some("name"))
-        .find(|(_, line)| key_of(line) == Some(key))
-        .map(|(i, _)| i + 1)
+impl<'a> Lines<'a> {
+    fn of(text: &'a str) -> Self {
+        let lines: Vec<&str> = text.lines().collect();
+        let mut names: HashMap<&str, Vec<usize>> = HashMap::new();
+        for (i, line) in lines.iter().enumerate() {
+            if key_of(line) == Some("name")
+                && let Some(value) = value_of(line)
+            {
+                names.entry(value).or_default().push(i + 1);
+            }
+        }
+        Self {
+            lines,
+            names,
+            taken: Default::default(),
+        }
+    }
+
+    /// The line of the next policy named `name`, in file order.
+    fn of_name(&self, name: &str) -> Option<usize> {
+        let (&key, found) = self.names.get_key_value(name)?;
+        let mut taken = self.taken.borrow_mut();
+        let next = taken.entry(key).or_default();
+        let line = found.get(*next).or(found.last()).copied();
+        *next += 1;
+        line
+    }
+
+    /// The line at or after `from` (1-based) that sets `key`, before the next policy's name.
+    fn field(&self, from: usize, key: &str) -> Option<usize> {
+        self.lines
+            .get(from - 1..)?
+            .iter()
+            .enumerate()
+            .take_while(|(i, line)| *i == 0 || key_of(line) != Some("name"))
+            .find(|(_, line)| key_of(line) == Some(key))
+            .map(|(i, _)| from + i)
+    }
 }
 
 /// The key a YAML or JSON line sets: `  - name: x`, `"name": "x",`.
@@ -353,7 +482,7 @@ mod tests {
         let twice = "app: shop\npolicies:\n  - name: a\n    rate: 1\n    max_permits: 1\n  - name: a\n    rate: 2\n    max_permits: 1\n";
         assert_eq!(
             errors(twice),
-            ["document 1, line 3: policies[1].name: names a policy already in this file"]
+            ["document 1, line 6: policies[1].name: names a policy already in this file"]
         );
     }
 
@@ -387,5 +516,60 @@ mod tests {
         assert_eq!(specs.len(), 4);
         assert_eq!(specs[0].overrides[0].rate.unwrap().get(), 5.0);
         assert_eq!(specs[3].owner_app.as_str(), "billing");
+    }
+
+    #[test]
+    fn nothing_after_the_first_document_is_dropped() {
+        // Flow style (JSON-like) documents, one after the other: every one is read.
+        let flow = "{app: shop, policies: [{name: a, rate: 1, max_permits: 1}]}\n---\n{app: web, policies: [{name: b, rate: 1, max_permits: 1}]}\n";
+        assert_eq!(parse(flow).unwrap().len(), 2);
+        let json = "{\"app\": \"shop\", \"policies\": [{\"name\": \"a\", \"rate\": 1, \"max_permits\": 1}]}\n---\n{\"app\": \"web\", \"policies\": [{\"name\": \"b\", \"rate\": 1, \"max_permits\": 1}]}\n";
+        assert_eq!(parse(json).unwrap().len(), 2);
+        // Two JSON values one after the other are neither JSON nor YAML.
+        let two = "{\"app\": \"shop\", \"policies\": []}\n{\"app\": \"web\", \"policies\": []}\n";
+        let found = errors(two);
+        assert!(
+            found[0].starts_with("document 1, line 2: file: trailing characters"),
+            "{found:?}"
+        );
+    }
+
+    #[test]
+    fn a_byte_order_mark_is_skipped() {
+        let file = "\u{feff}app: shop\npolicies:\n  - name: a\n    rate: 1\n    max_permits: 1\n";
+        assert_eq!(parse(file).unwrap().len(), 1);
+        let json = "\u{feff}{\"app\": \"shop\", \"policies\": [{\"name\": \"a\", \"rate\": 1, \"max_permits\": 1}]}";
+        assert_eq!(parse(json).unwrap().len(), 1);
+    }
+
+    #[test]
+    fn a_line_indented_wrongly_is_named() {
+        let file = "app: shop\npolicies:\n  - name: a\n    rate: 1/s\n   max_permits: 5\n";
+        let found = errors(file);
+        assert!(
+            found[0].starts_with("document 1, line 5: file: not YAML: "),
+            "{found:?}"
+        );
+    }
+
+    #[test]
+    fn many_errors_are_counted_not_listed() {
+        let mut file = String::from("app: shop\npolicies:\n");
+        for i in 0..250 {
+            file.push_str(&format!(
+                "  - name: p{i}\n    rate: 1\n    max_permits: 0\n"
+            ));
+        }
+        let found = errors(&file);
+        assert_eq!(found.len(), ERRORS_SHOWN + 1);
+        assert_eq!(
+            found[ERRORS_SHOWN],
+            "document 1: file: and 150 more errors (the first 100 are shown)"
+        );
+        assert!(
+            found[99].starts_with("document 1, line 302: policies[99].max_permits"),
+            "{:?}",
+            found[99]
+        );
     }
 }

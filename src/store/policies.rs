@@ -314,6 +314,41 @@ impl Tx {
         self.fetch_policy(name, "").await
     }
 
+    /// The policies of `names` that exist, by name; with `lock`, their rows locked until
+    /// the transaction ends (in name order, a few hundred a statement), as
+    /// [`Self::policy_by_name_for_update`] locks one.
+    #[tracing::instrument(level = "debug", skip_all, fields(names = names.len(), lock))]
+    pub async fn policies_by_names(
+        &mut self,
+        names: &[&str],
+        lock: bool,
+    ) -> StoreResult<Vec<PolicyRecord>> {
+        /// Names bound in one statement: well under every backend's cap on parameters.
+        const CHUNK: usize = 500;
+        let lock = match (lock, self.backend) {
+            (false, _) | (true, super::Backend::Sqlite) => "",
+            (true, super::Backend::Postgres) => " FOR UPDATE OF p",
+            (true, super::Backend::MySql) => " FOR UPDATE",
+        };
+        let mut sorted = names.to_vec();
+        sorted.sort_unstable();
+        sorted.dedup();
+        let mut found = Vec::with_capacity(sorted.len());
+        for chunk in sorted.chunks(CHUNK) {
+            let marks = vec!["?"; chunk.len()].join(", ");
+            let sql = format!("{SELECT} WHERE p.name IN ({marks}) ORDER BY p.name{lock}");
+            let mut query = sqlx::query_as(self.sql_built(sql));
+            for name in chunk {
+                query = query.bind(*name);
+            }
+            let rows: Vec<PolicyRow> = query.fetch_all(&mut *self.inner).await?;
+            for row in rows {
+                found.push(row.parse()?);
+            }
+        }
+        Ok(found)
+    }
+
     /// The policies of other applications that allow the application `slug`: limits its
     /// keys are held to that its own members do not set. By name.
     #[tracing::instrument(level = "debug", skip_all, fields(slug = %slug))]

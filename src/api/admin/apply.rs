@@ -1,6 +1,8 @@
 //! Plan and apply a policy file (README "Policy files"): the body is the file, YAML or
 //! JSON; `dry_run` answers the plan only.
 
+use actix_web::error::PayloadError;
+use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, web};
 use serde::Deserialize;
 
@@ -9,7 +11,7 @@ use crate::api::json::unreadable;
 use crate::api::problem::Problem;
 use crate::control::{ApplyError, Plan};
 use crate::domain::{FieldError, FieldErrors};
-use crate::policy_file::{self, FileErrors};
+use crate::policy_file::{self, Caps, FileErrors};
 use crate::state::AppState;
 
 #[derive(Deserialize)]
@@ -32,11 +34,12 @@ pub struct ApplyQuery {
         content((String = "application/yaml"), (serde_json::Value = "application/json"))),
     responses(
         (status = 200, description = "The plan: per policy create, update (with its field changes), unchanged or delete; applied unless a dry run", body = Plan),
-        (status = 400, description = "Malformed query string, or a body that cannot be read (over 256 KiB) or is not UTF-8", body = Problem, content_type = "application/problem+json"),
+        (status = 400, description = "Malformed query string, or a body that cannot be read or is not UTF-8", body = Problem, content_type = "application/problem+json"),
         (status = 401, description = "No or bad access token", body = Problem, content_type = "application/problem+json"),
-        (status = 403, description = "The file touches applications whose policies the caller may not change (named)", body = Problem, content_type = "application/problem+json"),
+        (status = 403, description = "The caller may change no application's policies (the file is not read), or the file touches applications whose policies the caller may not change (named)", body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "The plan is no longer `plan_id` (the policies that changed named), or a policy was created meanwhile", body = Problem, content_type = "application/problem+json"),
-        (status = 422, description = "An invalid file: each error names the document, the line and the field", body = Problem, content_type = "application/problem+json"),
+        (status = 413, description = "A body over 16 MiB, the most one file may have", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "An invalid file: each error names the document, the line and the field (the first 100, then how many more); or a file over a cap (nesting depth, values, policies), named", body = Problem, content_type = "application/problem+json"),
         (status = 503, description = "The database unreachable", body = Problem, content_type = "application/problem+json"),
     ),
     security(("access_token" = []))
@@ -45,13 +48,29 @@ pub async fn apply(
     state: web::Data<AppState>,
     AdminActor(actor): AdminActor,
     query: web::Query<ApplyQuery>,
-    // A body too large (over actix's 256 KiB) or cut short is a 400 like the JSON bodies'.
+    // A body over the size cap is a 413; one cut short a 400 like the JSON bodies'.
     body: Result<web::Bytes, actix_web::Error>,
 ) -> Result<HttpResponse, Problem> {
-    let body = body.map_err(unreadable)?;
-    let text = std::str::from_utf8(&body)
+    let body = body.map_err(|e| match e.as_error::<PayloadError>() {
+        Some(PayloadError::Overflow) => too_large(),
+        _ => unreadable(e),
+    })?;
+    // Authorised before reading: a file costs CPU to read, which a user who may change
+    // no application's policies must not be able to spend.
+    if !state.control.may_edit_any_app(&actor).await? {
+        return Err(Problem::forbidden(
+            "you may not change the policies of any application",
+        ));
+    }
+    let text = String::from_utf8(body.into())
         .map_err(|_| Problem::malformed("the policy file is not UTF-8 text"))?;
-    let file = policy_file::parse_file(text).map_err(file_problem)?;
+    let file = policy_file::parse_off_thread(text, Caps::FILE)
+        .await
+        .map_err(|e| {
+            tracing::error!(error = format!("{e:#}"), "reading a policy file failed");
+            Problem::internal()
+        })?
+        .map_err(file_problem)?;
     let plan = if query.dry_run {
         state.control.plan_file(&actor, &file, query.prune).await
     } else {
@@ -66,6 +85,19 @@ pub async fn apply(
         ApplyError::Control(e) => e.into(),
     })?;
     Ok(HttpResponse::Ok().json(plan))
+}
+
+/// A body over the size cap.
+fn too_large() -> Problem {
+    Problem::new(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        "too-large",
+        "Payload too large",
+        format!(
+            "the policy file is over {} MiB, the most one file may have: split it by application",
+            Caps::FILE.bytes / (1024 * 1024)
+        ),
+    )
 }
 
 /// The parser's errors, each field named by its document and line.

@@ -55,7 +55,13 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
                     .route(web::get().to(policies::list_policies)),
             )
             .service(resource("/export", "GET").route(web::get().to(export::export)))
-            .service(resource("/apply", "POST").route(web::post().to(apply::apply)))
+            .service(
+                resource("/apply", "POST")
+                    .app_data(web::PayloadConfig::new(
+                        crate::policy_file::Caps::FILE.bytes,
+                    ))
+                    .route(web::post().to(apply::apply)),
+            )
             // Policy names may contain '/': the top, state, versions and rollback resources
             // are matched first, and a name ending in one of those words is reached
             // percent-encoded (%2F).

@@ -19,13 +19,13 @@ use crate::console::page::Chrome;
 use crate::console::session::SignedIn;
 use crate::console::{render_status, see_other};
 use crate::control::{ApplyError, ControlError};
-use crate::policy_file::{self, PolicyFile};
+use crate::policy_file::{self, Caps, PolicyFile};
 use crate::state::AppState;
 
 /// Where the form lives, and where the apply redirects to.
 const PAGE: &str = "/policy-files/apply";
 
-/// The largest file the form takes: the API's body limit (actix's 256 KiB).
+/// The largest file the form takes (the admin API and the CLI take larger ones).
 pub const FILE_LIMIT: usize = 256 * 1024;
 
 /// The form's body limit: a file of `FILE_LIMIT` bytes percent-encoded (at most 6
@@ -227,7 +227,16 @@ async fn received(
 ) -> Result<(ApplyPage, Result<PolicyFile, Refusal>), ConsoleError> {
     signed_in.check_csrf(&form.csrf)?;
     let page = ApplyPage::load(state, signed_in, normalised(&form.file), form.prune).await?;
-    let file = read(&page.file);
+    // Not read for a user who may change no application's policies: reading costs CPU.
+    if !page.may_apply() {
+        let refusal = Refusal {
+            status: StatusCode::FORBIDDEN,
+            message: "Nothing was read: you may not change the policies of any application.".into(),
+            details: Vec::new(),
+        };
+        return Ok((page, Err(refusal)));
+    }
+    let file = read(&page.file).await?;
     Ok((page, file))
 }
 
@@ -236,19 +245,19 @@ fn normalised(text: &str) -> String {
     text.replace("\r\n", "\n")
 }
 
-/// The form's text as a policy file, or why not.
-fn read(text: &str) -> Result<PolicyFile, Refusal> {
+/// The form's text as a policy file (read off the async workers), or why not.
+async fn read(text: &str) -> Result<Result<PolicyFile, Refusal>, ConsoleError> {
     if text.trim().is_empty() {
-        return Err(Refusal {
+        return Ok(Err(Refusal {
             status: StatusCode::UNPROCESSABLE_ENTITY,
             message: "The file is empty: paste a policy file (YAML or JSON) into the box, or \
                       choose one."
                 .into(),
             details: Vec::new(),
-        });
+        }));
     }
     if text.len() > FILE_LIMIT {
-        return Err(Refusal {
+        return Ok(Err(Refusal {
             status: StatusCode::PAYLOAD_TOO_LARGE,
             message: format!(
                 "The file is {} KiB, more than the {} KiB a policy file may have: split it \
@@ -257,13 +266,17 @@ fn read(text: &str) -> Result<PolicyFile, Refusal> {
                 FILE_LIMIT / 1024
             ),
             details: Vec::new(),
-        });
+        }));
     }
-    policy_file::parse_file(text).map_err(|errors| Refusal {
+    let caps = Caps::FILE.with_bytes(FILE_LIMIT);
+    let read = policy_file::parse_off_thread(text.to_owned(), caps)
+        .await
+        .map_err(ConsoleError::Internal)?;
+    Ok(read.map_err(|errors| Refusal {
         status: StatusCode::UNPROCESSABLE_ENTITY,
         message: "The file has errors; nothing was planned or changed:".into(),
         details: errors.0.iter().map(ToString::to_string).collect(),
-    })
+    }))
 }
 
 /// The page's words for a plan or apply the control layer refused; errors no page of

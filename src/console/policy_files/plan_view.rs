@@ -170,6 +170,7 @@ mod tests {
             action,
             version: (action != PlanAction::Create).then_some(3),
             changes,
+            settings: String::new(),
         }
     }
 

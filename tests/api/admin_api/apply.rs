@@ -12,7 +12,7 @@ use crate::helpers::*;
 use crate::on_every_backend;
 use crate::on_row_locking_backends;
 
-async fn apply(app: &TestApp, query: &str, token: &str, file: &str) -> Response {
+pub(super) async fn apply(app: &TestApp, query: &str, token: &str, file: &str) -> Response {
     app.client
         .post(app.url(&format!("/api/v1/apply{query}")))
         .bearer_auth(token)
@@ -192,18 +192,16 @@ async fn apply_is_all_or_nothing(db: Db) {
     .await;
     assert_eq!(problem["field"], "broken.allowed_apps", "{problem}");
     assert!(problem["detail"].as_str().unwrap().contains("nowhere"));
-    // A body that is no text, or too large to read, is a 400.
-    for body in [vec![0xff, 0xfe, b'a'], vec![b'#'; 300 * 1024]] {
-        let r = app
-            .client
-            .post(app.url("/api/v1/apply"))
-            .bearer_auth(&app.admin_token)
-            .body(body)
-            .send()
-            .await
-            .unwrap();
-        expect_problem(r, StatusCode::BAD_REQUEST).await;
-    }
+    // A body that is no text is a 400 (one over the caps: admin_api/hostile_files.rs).
+    let r = app
+        .client
+        .post(app.url("/api/v1/apply"))
+        .bearer_auth(&app.admin_token)
+        .body(vec![0xff, 0xfe, b'a'])
+        .send()
+        .await
+        .unwrap();
+    expect_problem(r, StatusCode::BAD_REQUEST).await;
     assert_eq!(state_of(&app).await, before);
 }
 on_every_backend!(apply_atomic, apply_is_all_or_nothing);

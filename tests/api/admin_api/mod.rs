@@ -18,6 +18,7 @@ mod apps;
 mod audit;
 mod authentication;
 mod export;
+mod hostile_files;
 mod keys;
 mod members;
 mod odd_input;

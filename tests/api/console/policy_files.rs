@@ -292,7 +292,12 @@ async fn a_file_touching_another_app_is_refused(db: Db) {
         .post_form("/policy-files/plan", &[("file", SHOP_FILE)])
         .await;
     forged.assert_status(StatusCode::FORBIDDEN);
-    assert!(forged.alert().unwrap().contains("policies of shop."));
+    // Refused before the file is read.
+    let alert = forged.alert().unwrap();
+    assert!(
+        alert.contains("Nothing was read: you may not change the policies of any application."),
+        "{alert}"
+    );
 
     assert_eq!(state_of(&app).await, before, "nothing changed");
 }
