@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use crate::auth::{Actor, Permission};
 use crate::domain::{FieldErrors, PolicySpec};
-use crate::policy_file::{FieldChange, PolicyFile, field_changes};
+use crate::policy_file::{ERRORS_SHOWN, FieldChange, PolicyFile, field_changes};
 use crate::store::{AppRecord, PolicyRecord, Tx};
 
 use super::plan_id::{newest_seen, plan_id, same_plan, stale};
@@ -266,6 +266,7 @@ async fn planned(
         }
     }
     if !errors.is_empty() {
+        let errors = errors.capped(ERRORS_SHOWN, "file");
         return Err(ControlError::Invalid(errors).into());
     }
     let mut entries = Vec::new();

@@ -51,6 +51,20 @@ impl FieldErrors {
     pub fn into_result(self) -> Result<(), FieldErrors> {
         if self.0.is_empty() { Ok(()) } else { Err(self) }
     }
+
+    /// The first `shown` errors, and one more (under `field`) that counts the others: a
+    /// file of 100,000 policies can have as many errors, too many for one answer.
+    pub fn capped(mut self, shown: usize, field: &str) -> Self {
+        if self.0.len() > shown {
+            let more = self.0.len() - shown;
+            self.0.truncate(shown);
+            self.push(
+                field,
+                format!("and {more} more errors (the first {shown} are shown)"),
+            );
+        }
+        self
+    }
 }
 
 impl From<FieldError> for FieldErrors {

@@ -14,7 +14,9 @@ mod units;
 pub use caps::Caps;
 pub use format::{AppDocument, FileOverride, FilePolicy};
 pub use off_thread::parse_off_thread;
-pub use parse::{FileError, FileErrors, PolicyFile, parse, parse_file, parse_file_within};
+pub use parse::{
+    ERRORS_SHOWN, FileError, FileErrors, PolicyFile, parse, parse_file, parse_file_within,
+};
 pub use plan::{FieldChange, field_changes};
 pub use render::{documents, to_json, to_yaml};
 pub use schema::schema;

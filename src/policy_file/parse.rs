@@ -55,8 +55,8 @@ pub struct PolicyFile {
     pub specs: Vec<PolicySpec>,
 }
 
-/// The most errors one answer lists; the rest are counted.
-const ERRORS_SHOWN: usize = 100;
+/// The most errors one answer about a file lists; the rest are counted.
+pub const ERRORS_SHOWN: usize = 100;
 
 /// The policies a file describes (see [`parse_file`]).
 pub fn parse(text: &str) -> Result<Vec<PolicySpec>, FileErrors> {

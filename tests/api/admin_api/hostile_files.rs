@@ -217,6 +217,29 @@ async fn errors_are_placed_and_capped() {
     );
 }
 
+/// What only the database knows is capped the same way: 150 policies allowing an
+/// application that does not exist.
+#[tokio::test]
+async fn database_errors_are_capped_too() {
+    let app = spawn_app(Db::Sqlite).await;
+    app.create_app("shop").await;
+    let mut file = String::from("app: shop\npolicies:\n");
+    for n in 0..150 {
+        file.push_str(&format!(
+            "  - name: p{n}\n    rate: 1\n    max_permits: 1\n    allowed_apps: [nowhere]\n"
+        ));
+    }
+    let answer = apply(&app, "?dry_run=true", &app.admin_token, &file).await;
+    let problem = expect_problem(answer, StatusCode::UNPROCESSABLE_ENTITY).await;
+    let errors = errors_of(&problem);
+    assert_eq!(errors.len(), 101);
+    assert_eq!(errors[0], "p0.allowed_apps: no such application: nowhere");
+    assert_eq!(
+        errors[100],
+        "file: and 50 more errors (the first 100 are shown)"
+    );
+}
+
 /// A plan's id binds the settings of the policies it creates, and one that is not this
 /// file's plan says so rather than that something changed.
 #[tokio::test]
