@@ -235,8 +235,32 @@ fn field_path(path: &serde_path_to_error::Path) -> String {
 }
 
 /// A parser's message without its own "path: " and " at line L column C" (the error
-/// says where itself).
+/// says where itself), and in the file's words, not Rust's.
 fn strip_location(message: &str) -> String {
+    plain_words(&without_location(message))
+}
+
+/// serde's names of Rust types (`i64`, `u128`, a sequence) as a policy file's reader
+/// knows them.
+fn plain_words(message: &str) -> String {
+    const WORDS: [(&str, &str); 8] = [
+        (" as u128", ""),
+        (" as i128", ""),
+        ("expected i64", "expected a whole number"),
+        ("expected u64", "expected a whole number from 0"),
+        ("expected f64", "expected a number"),
+        ("expected a sequence", "expected a list"),
+        ("invalid type: sequence", "invalid type: a list"),
+        ("expected a boolean", "expected true or false"),
+    ];
+    let mut message = message.to_owned();
+    for (rust, file) in WORDS {
+        message = message.replace(rust, file);
+    }
+    message.replace("invalid type: map", "invalid type: a mapping")
+}
+
+fn without_location(message: &str) -> String {
     let message = match message.split_once(": ") {
         Some((path, rest)) if !path.contains(' ') => rest,
         _ => message,
@@ -570,6 +594,31 @@ mod tests {
             found[99].starts_with("document 1, line 302: policies[99].max_permits"),
             "{:?}",
             found[99]
+        );
+    }
+
+    #[test]
+    fn messages_use_the_files_words() {
+        let huge = "app: shop\npolicies:\n  - name: a\n    rate: 1\n    max_permits: 99999999999999999999999\n";
+        assert_eq!(
+            errors(huge),
+            [
+                "document 1, line 5: policies[0].max_permits: invalid type: integer `99999999999999999999999`, expected a whole number"
+            ]
+        );
+        let one = "app: shop\npolicies:\n  - name: a\n    rate: 1\n    max_permits: 1\n    allowed_apps: shop\n";
+        assert_eq!(
+            errors(one),
+            [
+                "document 1, line 6: policies[0].allowed_apps: invalid type: string \"shop\", expected a list"
+            ]
+        );
+        let policy = "app: shop\npolicies:\n  - 5\n";
+        assert_eq!(
+            errors(policy),
+            [
+                "document 1, line 3: policies[0]: invalid type: integer `5`, expected a policy: a mapping with `name`, `max_permits` and the other fields of a policy"
+            ]
         );
     }
 }
