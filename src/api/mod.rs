@@ -7,6 +7,7 @@ mod health;
 pub mod json;
 mod openapi;
 pub mod problem;
+mod query;
 pub mod release;
 
 use actix_web::http::{StatusCode, header};

@@ -51,7 +51,8 @@ impl Control {
         match tx.update_app(&app.id, &new_slug, &name, &description).await {
             Err(StoreError::Conflict) => {
                 return Err(ControlError::Conflict(format!(
-                    "an application with slug {new_slug:?} already exists"
+                    "an application with slug {:?} already exists",
+                    new_slug.as_str()
                 )));
             }
             other => other?,

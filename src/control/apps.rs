@@ -34,7 +34,8 @@ impl Control {
         let app = match tx.insert_app(&slug, &name, &description).await {
             Err(crate::store::StoreError::Conflict) => {
                 return Err(ControlError::Conflict(format!(
-                    "an application with slug {slug:?} already exists"
+                    "an application with slug {:?} already exists",
+                    slug.as_str()
                 )));
             }
             other => other?,

@@ -191,14 +191,17 @@ impl Common {
     }
 }
 
-/// The allowed apps the input lists (duplicates dropped), if it lists them.
+/// The allowed apps the input lists, if it lists them; one listed twice is an error (a
+/// list that says one thing twice was likely meant to say two).
 fn allowed_apps(errors: &mut FieldErrors, input: &PolicyInput) -> Option<Vec<AppSlug>> {
     let list = input.allowed_apps.as_ref()?;
     let mut slugs = Vec::with_capacity(list.len());
+    let mut seen = std::collections::HashSet::with_capacity(list.len());
     for (i, s) in list.iter().enumerate() {
-        match AppSlug::parse_field(&format!("allowed_apps[{i}]"), s) {
-            Ok(slug) if !slugs.contains(&slug) => slugs.push(slug),
-            Ok(_) => {}
+        let field = format!("allowed_apps[{i}]");
+        match AppSlug::parse_field(&field, s) {
+            Ok(slug) if seen.insert(slug.clone()) => slugs.push(slug),
+            Ok(slug) => errors.push(field, format!("lists {slug} a second time")),
             Err(e) => errors.0.push(e),
         }
     }
@@ -314,6 +317,21 @@ mod tests {
         assert_eq!(spec.failure_mode, FailureMode::Closed);
         assert!(spec.enabled);
         assert_eq!(spec.allowed_apps, vec![spec.owner_app.clone()]);
+    }
+
+    #[test]
+    fn an_application_allowed_twice_is_named() {
+        let errors = new_policy(&input(|i| {
+            i.allowed_apps = Some(vec!["shop".into(), "web".into(), "shop".into()]);
+        }))
+        .unwrap_err();
+        assert_eq!(
+            errors.0,
+            [FieldError::new(
+                "allowed_apps[2]",
+                "lists shop a second time"
+            )]
+        );
     }
 
     #[test]

@@ -5,6 +5,7 @@ mod algorithm;
 mod field_error;
 mod names;
 mod policy;
+mod query_text;
 mod role;
 mod scope;
 mod units;
@@ -16,6 +17,7 @@ pub use policy::{
     FailureMode, MAX_CAPACITY, MAX_RATE, MIN_RATE, MaxPermits, Mode, Permits, PolicySpec, Rate,
     check_description,
 };
+pub use query_text::non_utf8_field;
 pub use role::{GlobalRole, MemberRole};
 pub use scope::{CallerKey, MAX_KEY_BYTES, MAX_OVERRIDES, Override, Scope};
 pub use units::{DisplayUnits, DurationUnit, RateUnit};

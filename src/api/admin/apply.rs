@@ -9,6 +9,7 @@ use serde::Deserialize;
 use crate::api::auth::AdminActor;
 use crate::api::json::unreadable;
 use crate::api::problem::Problem;
+use crate::api::query::TextQuery;
 use crate::control::{ApplyError, Plan};
 use crate::domain::{FieldError, FieldErrors};
 use crate::policy_file::{self, Caps, FileErrors};
@@ -47,7 +48,7 @@ pub struct ApplyQuery {
 pub async fn apply(
     state: web::Data<AppState>,
     AdminActor(actor): AdminActor,
-    query: web::Query<ApplyQuery>,
+    query: TextQuery<ApplyQuery>,
     // A body over the size cap is a 413; one cut short a 400 like the JSON bodies'.
     body: Result<web::Bytes, actix_web::Error>,
 ) -> Result<HttpResponse, Problem> {

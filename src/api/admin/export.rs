@@ -6,6 +6,7 @@ use actix_web::{HttpRequest, HttpResponse, web};
 use super::policies::ListQuery;
 use crate::api::auth::AdminActor;
 use crate::api::problem::Problem;
+use crate::api::query::TextQuery;
 use crate::policy_file;
 use crate::state::AppState;
 
@@ -26,7 +27,7 @@ pub async fn export(
     req: HttpRequest,
     state: web::Data<AppState>,
     AdminActor(actor): AdminActor,
-    query: web::Query<ListQuery>,
+    query: TextQuery<ListQuery>,
 ) -> Result<HttpResponse, Problem> {
     let policies = state
         .control

@@ -7,6 +7,7 @@ use crate::limiter::BucketState;
 
 use crate::api::json::ValidJson;
 use crate::api::problem::Problem;
+use crate::api::query::TextQuery;
 use crate::domain::FieldError;
 use crate::state::AppState;
 
@@ -59,7 +60,7 @@ pub async fn create_policy(
 pub async fn list_policies(
     state: web::Data<AppState>,
     AdminActor(actor): AdminActor,
-    query: web::Query<ListQuery>,
+    query: TextQuery<ListQuery>,
 ) -> Reply {
     let list = state
         .control
@@ -165,7 +166,7 @@ pub async fn policy_state(
     state: web::Data<AppState>,
     AdminActor(actor): AdminActor,
     name: web::Path<String>,
-    query: web::Query<StateQuery>,
+    query: TextQuery<StateQuery>,
 ) -> Reply {
     Ok(HttpResponse::Ok().json(
         state
@@ -193,7 +194,7 @@ pub async fn reset_bucket(
     state: web::Data<AppState>,
     AdminActor(actor): AdminActor,
     name: web::Path<String>,
-    query: web::Query<StateQuery>,
+    query: TextQuery<StateQuery>,
 ) -> Reply {
     let Some(key) = query.key.as_deref() else {
         return Err(Problem::invalid(
@@ -230,7 +231,7 @@ pub async fn top_callers(
     state: web::Data<AppState>,
     AdminActor(actor): AdminActor,
     name: web::Path<String>,
-    query: web::Query<TopQuery>,
+    query: TextQuery<TopQuery>,
 ) -> Reply {
     Ok(HttpResponse::Ok().json(
         state
@@ -262,7 +263,7 @@ pub async fn policy_versions(
     state: web::Data<AppState>,
     AdminActor(actor): AdminActor,
     name: web::Path<String>,
-    query: web::Query<VersionsQuery>,
+    query: TextQuery<VersionsQuery>,
 ) -> Reply {
     let history = state
         .control

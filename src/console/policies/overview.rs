@@ -6,7 +6,7 @@
 //! Redis being unreachable does not fail the page: the parts read from it say so.
 
 use actix_web::http::StatusCode;
-use actix_web::{HttpResponse, web};
+use actix_web::{HttpRequest, HttpResponse, web};
 use askama::Template;
 use secrecy::SecretString;
 use serde::Deserialize;
@@ -18,7 +18,7 @@ use crate::console::page::{Chrome, Notice};
 use crate::console::session::SignedIn;
 use crate::console::{render_status, see_other};
 use crate::control::{ControlError, OverrideView, PolicyView, TOP_SPANS, TopCallers};
-use crate::domain::{Mode, Scope};
+use crate::domain::{Mode, Scope, non_utf8_field};
 use crate::limiter::CallerCount;
 use crate::state::AppState;
 
@@ -199,8 +199,15 @@ pub async fn show(
     state: web::Data<AppState>,
     signed_in: SignedIn,
     name: web::Path<String>,
+    request: HttpRequest,
     query: web::Query<OverviewQuery>,
 ) -> Result<HttpResponse, ConsoleError> {
+    // `?key=%ff` would otherwise look up the caller U+FFFD.
+    if let Some(field) = non_utf8_field(request.query_string()) {
+        return Err(ConsoleError::BadRequest(format!(
+            "The address asks for something this page cannot show: its {field} is not text."
+        )));
+    }
     let query = query.into_inner();
     let key = query.key.unwrap_or_default();
     let (mut page, status) = load(&state, &signed_in, &name, key).await?;

@@ -66,6 +66,11 @@ async fn an_invalid_application_is_refused_naming_the_field(db: Db) {
         .await;
     let problem = refused_without_trace(&app, before, &watched, r, StatusCode::CONFLICT).await;
     assert!(problem["type"].as_str().unwrap().ends_with(":conflict"));
+    // In words, not Rust's Debug text of the slug's type.
+    assert_eq!(
+        problem["detail"], "an application with slug \"shop\" already exists",
+        "{problem}"
+    );
 
     // Each invalid body is refused naming its field: not a slug, no name, a field we do
     // not know (a typo must not be ignored), a field of the wrong type.

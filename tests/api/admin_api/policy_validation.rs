@@ -28,6 +28,10 @@ async fn an_invalid_policy_is_refused_naming_the_field(db: Db) {
             with("allowed_apps", json!(["shop", "ghost"])),
             "allowed_apps",
         ),
+        (
+            with("allowed_apps", json!(["shop", "shop"])),
+            "allowed_apps[1]",
+        ),
         (with("failure_mode", json!("maybe")), "failure_mode"),
         (with("algorithm", json!("leaky")), "algorithm"),
         (with("version", json!(3)), "version"),

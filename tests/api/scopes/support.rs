@@ -116,6 +116,34 @@ async fn one_callers_bucket_is_looked_up_and_reset() {
         "key",
     )
     .await;
+    // Bytes that are not UTF-8 are no key (not the bucket of U+FFFD): 400, naming it.
+    for path in [
+        "/api/v1/policies/orders/state?key=%ff",
+        "/api/v1/policies/orders/state?key=%E2%9C",
+    ] {
+        let problem = expect_problem(
+            app.get(path, &app.admin_token).await,
+            StatusCode::BAD_REQUEST,
+        )
+        .await;
+        assert_eq!(problem["field"], "key", "{path}: {problem}");
+    }
+    let reset = app
+        .client
+        .delete(app.url("/api/v1/policies/orders/state?key=%ff"))
+        .bearer_auth(&app.admin_token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        expect_problem(reset, StatusCode::BAD_REQUEST).await["field"],
+        "key"
+    );
+    let mut admin = app.sign_in_as_admin().await;
+    admin
+        .get("/policies/orders/overview?key=%ff")
+        .await
+        .assert_status(StatusCode::BAD_REQUEST);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
