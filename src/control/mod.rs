@@ -141,6 +141,20 @@ async fn authorised_app(
         .map(|(app, _)| app)
 }
 
+/// The application `slug`, if `actor` may see it; one they may not see is as unknown as
+/// a slug that names nothing (same 404), so that which slugs exist is not theirs to
+/// learn by asking.
+async fn visible_app(
+    tx: &mut Tx,
+    actor: &Actor,
+    slug: &str,
+) -> ControlResult<(AppRecord, Option<MemberRole>)> {
+    match app_access(tx, actor, slug, Permission::View).await {
+        Err(ControlError::Forbidden) => Err(ControlError::NotFound("application")),
+        found => found,
+    }
+}
+
 /// [`authorised_app`], with the actor's role in the application (if a member).
 async fn app_access(
     tx: &mut Tx,

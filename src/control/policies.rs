@@ -6,7 +6,7 @@ use crate::store::{AppRecord, AuditEntry, PolicyRecord, StoreError, Tx};
 
 use super::inputs::PolicyInput;
 use super::policy_checks::{checked_new_policy, checked_patch};
-use super::{Control, ControlError, ControlResult, PolicyView, authorised_app};
+use super::{Control, ControlError, ControlResult, PolicyView, authorised_app, visible_app};
 
 impl Control {
     #[tracing::instrument(skip_all, fields(actor = %actor.name, name = ?input.name))]
@@ -104,6 +104,23 @@ impl Control {
         };
         tx.commit().await?;
         Ok(records.iter().map(PolicyView::from).collect())
+    }
+
+    /// [`Self::list_policies`] for a policy file: an application the actor may not see
+    /// is as unknown as one that does not exist (the same 404), so that an export cannot
+    /// be used to learn which slugs exist.
+    #[tracing::instrument(level = "debug", skip_all, fields(actor = %actor.name))]
+    pub async fn export_policies(
+        &self,
+        actor: &Actor,
+        app: Option<&str>,
+    ) -> ControlResult<Vec<PolicyView>> {
+        if let Some(slug) = app {
+            let mut tx = self.store.begin_read().await?;
+            visible_app(&mut tx, actor, slug).await?;
+            tx.commit().await?;
+        }
+        self.list_policies(actor, app).await
     }
 
     /// Every error of `input`, as a new policy (`editing` is `None`) or as a change to the

@@ -18,7 +18,7 @@ use crate::state::AppState;
         (status = 400, description = "Malformed query string", body = Problem, content_type = "application/problem+json"),
         (status = 401, description = "No or bad access token", body = Problem, content_type = "application/problem+json"),
         (status = 403, description = "Not permitted", body = Problem, content_type = "application/problem+json"),
-        (status = 404, description = "No such application", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No such application, or one the caller may not see (the same answer)", body = Problem, content_type = "application/problem+json"),
         (status = 503, description = "The database unreachable", body = Problem, content_type = "application/problem+json"),
     ),
     security(("access_token" = []))
@@ -31,7 +31,7 @@ pub async fn export(
 ) -> Result<HttpResponse, Problem> {
     let policies = state
         .control
-        .list_policies(&actor, query.app.as_deref())
+        .export_policies(&actor, query.app.as_deref())
         .await?;
     if wants_json(&req) {
         return Ok(HttpResponse::Ok()

@@ -156,7 +156,8 @@ async fn members_see_only_their_applications(db: Db) {
     assert_eq!(visible_apps(&app, &viewer).await, ["shop", "wiki"]);
     assert!(visible_apps(&app, &outsider).await.is_empty());
 
-    // Not a member of blog: 403, for the app and its policies.
+    // Not a member of blog: 403, for the app and its policies (the export of its
+    // policies is a 404, as for an unknown application: admin_api/export.rs).
     expect_problem(
         app.get("/api/v1/apps/blog", &viewer).await,
         StatusCode::FORBIDDEN,

@@ -233,11 +233,18 @@ async fn export_follows_the_policy_permissions(db: Db) {
         names(&export_text(&app, "", &viewer, "*/*").await),
         ["orders.create"]
     );
-    expect_problem(
+    // Someone else's application is as unknown as one that does not exist.
+    let hidden = expect_problem(
         export(&app, "?app=billing", &viewer, "*/*").await,
-        StatusCode::FORBIDDEN,
+        StatusCode::NOT_FOUND,
     )
     .await;
+    let unknown = expect_problem(
+        export(&app, "?app=nowhere", &viewer, "*/*").await,
+        StatusCode::NOT_FOUND,
+    )
+    .await;
+    assert_eq!(hidden, unknown);
     expect_problem(
         export(&app, "?app=nowhere", &app.admin_token, "*/*").await,
         StatusCode::NOT_FOUND,
