@@ -27,6 +27,15 @@ pub struct UserFlags {
     pub disabled: bool,
 }
 
+/// Who sets a password, and so what else ends with the old one.
+enum Reset {
+    /// The user themselves: their other sessions end (this one may stay); their access
+    /// tokens stay, being theirs.
+    Own { keep_session: Option<String> },
+    /// An admin: every session ends and every access token is revoked.
+    ByAdmin,
+}
+
 impl Control {
     /// The user, when `password` is theirs and the account is enabled. An unknown user
     /// and a disabled one cost one argon2 verification like a wrong password, so the
@@ -110,10 +119,12 @@ impl Control {
             return Err(FieldError::new("current_password", "is not your current password").into());
         }
         let keep = keep_session.map(|token| hash_secret(token.expose_secret()));
-        self.store_password(actor, &user, new, keep).await
+        self.store_password(actor, &user, new, Reset::Own { keep_session: keep })
+            .await
     }
 
-    /// An admin sets another user's password; all of that user's sessions end.
+    /// An admin sets another user's password; all of that user's sessions end and their
+    /// access tokens are revoked (a reset answers a password someone else may know).
     #[tracing::instrument(skip_all, fields(actor = %actor.name, username = %username))]
     pub async fn reset_password(
         &self,
@@ -125,7 +136,7 @@ impl Control {
             return Err(ControlError::Forbidden);
         }
         let user = self.user_named(username).await?;
-        self.store_password(actor, &user, new, None).await
+        self.store_password(actor, &user, new, Reset::ByAdmin).await
     }
 
     async fn store_password(
@@ -133,7 +144,7 @@ impl Control {
         actor: &Actor,
         user: &UserRecord,
         new: SecretString,
-        keep_session_hash: Option<String>,
+        reset: Reset,
     ) -> ControlResult<()> {
         check_new_password(&new)?;
         let hash = hash_password(new)
@@ -141,7 +152,14 @@ impl Control {
             .map_err(|e| ControlError::Internal(e.into()))?;
         let mut tx = self.store.begin().await?;
         tx.set_password_hash(&user.id, &hash).await?;
-        tx.delete_sessions_of_user(&user.id, keep_session_hash.as_deref())
+        let (keep_session, after) = match reset {
+            Reset::Own { keep_session } => (keep_session, None),
+            Reset::ByAdmin => {
+                let revoked = tx.revoke_access_tokens_of_user(&user.id).await?;
+                (None, Some(json!({"access_tokens_revoked": revoked})))
+            }
+        };
+        tx.delete_sessions_of_user(&user.id, keep_session.as_deref())
             .await?;
         tx.record_audit(AuditEntry {
             actor: &actor.name,
@@ -150,7 +168,7 @@ impl Control {
             entity_id: &user.username,
             action: "set_password",
             before: None,
-            after: None,
+            after,
         })
         .await?;
         tx.commit().await?;

@@ -127,4 +127,18 @@ impl Tx {
         }
         Ok(before)
     }
+
+    /// Revokes every live token of the user (an admin reset the password: whoever knew
+    /// the old one may have made tokens with it); returns how many.
+    #[tracing::instrument(level = "debug", skip_all, fields(user_id = %user_id))]
+    pub async fn revoke_access_tokens_of_user(&mut self, user_id: &str) -> StoreResult<u64> {
+        let done = sqlx::query(self.sql(
+            "UPDATE access_tokens SET revoked_ms = ? WHERE user_id = ? AND revoked_ms IS NULL",
+        ))
+        .bind(now_ms())
+        .bind(user_id)
+        .execute(&mut *self.inner)
+        .await?;
+        Ok(done.rows_affected())
+    }
 }

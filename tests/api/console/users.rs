@@ -6,6 +6,30 @@ use serde_json::json;
 use super::{newest_event, users};
 use crate::helpers::*;
 
+/// A password reset by an admin revokes the user's access tokens too: whoever knew the
+/// old password may have made them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_admins_reset_revokes_the_users_access_tokens() {
+    let app = spawn_app(Db::Sqlite).await;
+    let token = app.create_user("tom", None).await;
+    expect_status(app.get("/api/v1/apps", &token).await, StatusCode::OK).await;
+    let mut admin = app.sign_in_as_admin().await;
+    admin
+        .post_form("/users/tom/password", &[("password", "set by the admin")])
+        .await
+        .assert_redirect("/users?done=password-reset");
+    expect_problem(
+        app.get("/api/v1/apps", &token).await,
+        StatusCode::UNAUTHORIZED,
+    )
+    .await;
+    let event = newest_event(&app).await;
+    assert_eq!(
+        (&event["action"], &event["after"]),
+        (&json!("set_password"), &json!({"access_tokens_revoked": 1}))
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_admin_creates_promotes_disables_and_resets_a_user() {
     let app = spawn_app(Db::Sqlite).await;
