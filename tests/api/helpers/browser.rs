@@ -1,7 +1,7 @@
 //! A browser on the web console (`Browser`): its cookie jar, signing in, and the forms
 //! it posts with the session's CSRF token.
 
-use ratekeeper::auth::{Actor, hash_password};
+use ratekeeper::auth::hash_password;
 use reqwest::StatusCode;
 use secrecy::SecretString;
 
