@@ -63,7 +63,7 @@ impl Metrics {
         )
         .expect("valid metric");
         let acquire_seconds = Histogram::with_opts(
-            HistogramOpts::new("ratekeeper_acquire_seconds", "Acquire handler latency").buckets(
+            HistogramOpts::new("ratekeeper_acquire_seconds", "Acquire latency, every answer after the API key (granted, denied, refused, unavailable)").buckets(
                 vec![
                     0.0001, 0.00025, 0.0005, 0.001, 0.002, 0.004, 0.008, 0.016, 0.05, 0.1, 0.5,
                 ],

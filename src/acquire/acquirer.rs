@@ -10,7 +10,7 @@ use std::time::Instant;
 use prometheus::IntCounter;
 
 use crate::auth::digest_secret;
-use crate::domain::{Algorithm, AppSlug, CallerKey, FailureMode, Permits, PolicyName};
+use crate::domain::{Algorithm, AppSlug, CallerKey, FailureMode, Mode, Permits, PolicyName};
 use crate::limiter::{
     AcquireOutcome, Batcher, Decision, KeyedBucket, LeaseId, Limiter, LimiterError, ReleaseOutcome,
 };
@@ -122,7 +122,8 @@ impl Acquirer {
     }
 
     /// Decides whether `app` may take `permits` of policy `name` now (of the bucket of
-    /// `key`, for a per_key policy).
+    /// `key`, for a per_key policy). Its time is observed whatever the answer: a refusal
+    /// (503 in an outage, 404, 403, 422) takes time too.
     pub async fn acquire(
         &self,
         app: &AppSlug,
@@ -131,6 +132,20 @@ impl Acquirer {
         key: Option<CallerKey>,
     ) -> Result<Acquired, Refusal> {
         let started = Instant::now();
+        let answer = self.decide(app, name, permits, key).await;
+        self.metrics
+            .acquire_seconds
+            .observe(started.elapsed().as_secs_f64());
+        answer
+    }
+
+    async fn decide(
+        &self,
+        app: &AppSlug,
+        name: &PolicyName,
+        permits: Permits,
+        key: Option<CallerKey>,
+    ) -> Result<Acquired, Refusal> {
         let policy = self.snapshot.policy(name.as_str());
         let partition = partition_of(policy.as_deref(), app, key)?;
         let outcome = match (&partition, policy.as_deref()) {
@@ -139,9 +154,6 @@ impl Acquirer {
             }
             _ => self.global(app, name, permits, policy.as_deref()).await?,
         };
-        self.metrics
-            .acquire_seconds
-            .observe(started.elapsed().as_secs_f64());
         Ok(Acquired { outcome, partition })
     }
 
@@ -316,8 +328,9 @@ impl Acquirer {
     }
 
     /// Redis could not answer: every check that needs no Redis is made from the snapshot
-    /// (the app allowed, the policy enabled), and only then the failure mode decides. A
-    /// policy this instance does not know fails closed.
+    /// (the app allowed, the policy enabled), and only then the failure mode decides (a
+    /// shadow policy grants, whatever its failure mode). A policy this instance does not
+    /// know fails closed.
     fn without_redis(
         &self,
         app: &AppSlug,
@@ -339,6 +352,11 @@ impl Acquirer {
             Some(policy) if !policy.config.enabled => Ok(Outcome::Degraded {
                 limit: Some(policy.max_permits()),
                 enforced: false,
+            }),
+            // Shadow mode promises never to refuse: granted, whatever the failure mode.
+            Some(policy) if policy.config.mode == Mode::Shadow => Ok(Outcome::Degraded {
+                limit: Some(policy.max_permits()),
+                enforced: true,
             }),
             Some(policy) => match policy.failure_mode {
                 FailureMode::Closed => Err(Refusal::Unavailable),

@@ -14,6 +14,12 @@ async fn a_stalled_redis_answers_by_failure_mode_after_every_other_check() {
         "enabled": false, "failure_mode": "closed"
     }))
     .await;
+    // A shadow policy that fails closed: shadow mode never refuses.
+    app.create_policy(json!({
+        "name": "shadow.p", "owner_app": "shop", "rate": 1, "max_permits": 5,
+        "mode": "shadow", "failure_mode": "closed"
+    }))
+    .await;
     assert_eq!(acquire(&app, &shop, "open.p").await.0, StatusCode::OK);
     assert_eq!(
         acquire(&app, &other, "open.p").await.0,
@@ -38,9 +44,21 @@ async fn a_stalled_redis_answers_by_failure_mode_after_every_other_check() {
         (&body["allowed"], &body["degraded"], &body["limit"]),
         (&json!(true), &json!(true), &json!(1000))
     );
-    // Allowed, fails closed: 503.
+    // Allowed, fails closed: 503, its time observed like any answer's.
+    let observed = app.metric("ratekeeper_acquire_seconds_count").await;
     let (status, body) = acquire(&app, &shop, "closed.p").await;
     assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
+    assert_eq!(
+        app.metric("ratekeeper_acquire_seconds_count").await,
+        observed.map(|n| n + 1.0)
+    );
+    // In shadow mode, failing closed or not: granted, degraded.
+    let (status, body) = acquire(&app, &shop, "shadow.p").await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(
+        (&body["allowed"], &body["degraded"]),
+        (&json!(true), &json!(true))
+    );
     // More permits than the policy holds: 422, Redis or not.
     let r = app.acquire(&shop, "closed.p", 1001).await;
     expect_problem(r, StatusCode::UNPROCESSABLE_ENTITY).await;
