@@ -14,6 +14,7 @@ use tokio_util::sync::CancellationToken;
 use crate::acquire::DenialCache;
 use crate::acquire::{Acquirer, TallyRegistry, run_flusher};
 use crate::api;
+use crate::auth::LocalBuckets;
 use crate::config::Settings;
 use crate::console;
 use crate::control::Control;
@@ -141,6 +142,7 @@ impl Application {
             store: core.store.clone(),
             metrics: core.metrics.clone(),
             console_load: Arc::new(tokio::sync::Semaphore::new(settings.console_concurrency())),
+            sign_in_fallback: LocalBuckets::default(),
         });
         let redis_url = settings.redis_url.clone();
         let (snapshot, denials, metrics, tallies) = (

@@ -4,6 +4,7 @@
 
 use std::sync::Arc;
 
+use crate::auth::LocalBuckets;
 use crate::control::Control;
 use crate::limiter::Limiter;
 use crate::store::Store;
@@ -19,4 +20,6 @@ pub struct AppState {
     pub metrics: Arc<Metrics>,
     /// Turns for console requests (see `console::load_limit`), shared by every worker.
     pub console_load: Arc<tokio::sync::Semaphore>,
+    /// Sign-in attempts counted in this process while Redis cannot be reached.
+    pub sign_in_fallback: LocalBuckets,
 }

@@ -139,7 +139,9 @@ pub async fn submit(
     }
 
     let address = req.peer_addr().map(|a| a.ip());
-    if let Some(wait) = login_guard::take_attempt(&state.limiter, &username, address).await {
+    if let Some(wait) =
+        login_guard::take_attempt(&state.limiter, &state.sign_in_fallback, &username, address).await
+    {
         let error = format!(
             "Too many sign-in attempts for this user or from this address. Try again in {wait} s."
         );
@@ -164,7 +166,7 @@ pub async fn submit(
         let error = "Unknown username or wrong password (or the account is disabled).".to_owned();
         return render_form(&req, StatusCode::UNAUTHORIZED, next, username, Some(error));
     };
-    login_guard::forgive(&state.limiter, &username, address).await;
+    login_guard::forgive(&state.limiter, &state.sign_in_fallback, &username, address).await;
 
     // A new session id at every sign-in; a session this browser had before ends.
     if let Some(old) = req.cookie(SESSION_COOKIE) {

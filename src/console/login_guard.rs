@@ -6,12 +6,15 @@
 //! Not per username alone: then anyone who knows a name could keep its owner locked out
 //! from everywhere with one bad try every 30 s. Per pair, a guesser elsewhere exhausts
 //! only their own pair; a guess spread over many addresses is still slowed at each one.
-//! If Redis cannot be reached, sign-in still works (logged): an outage of the limiter
-//! must not lock the admins out of the console.
+//! If Redis cannot be reached, the same buckets are counted in this process instead
+//! (`auth::LocalBuckets`, logged): an outage of the limiter must neither lock the admins
+//! out of the console nor leave guessing unlimited. Each instance then counts on its own,
+//! so N instances allow up to N times the attempts for as long as Redis is away.
 
 use std::net::IpAddr;
+use std::time::Instant;
 
-use crate::auth::hash_secret;
+use crate::auth::{LocalBuckets, hash_secret};
 use crate::limiter::{Limiter, OwnBucket};
 
 /// Ten attempts at once for one username from one address, then one every 30 seconds.
@@ -43,6 +46,7 @@ fn address_bucket(address: Option<IpAddr>) -> String {
 /// `Some(seconds to wait)` when this attempt is over the limit.
 pub async fn take_attempt(
     limiter: &Limiter,
+    fallback: &LocalBuckets,
     username: &str,
     address: Option<IpAddr>,
 ) -> Option<i64> {
@@ -51,21 +55,28 @@ pub async fn take_attempt(
         (pair_bucket(username, address), PER_USER_AND_ADDRESS),
         (address_bucket(address), PER_ADDRESS),
     ] {
-        match limiter.take_own_permit(&bucket, limit).await {
-            Ok(Some(ms)) => wait_ms = wait_ms.max(ms),
-            Ok(None) => {}
-            Err(e) => tracing::warn!(error = %e, "sign-in limit not checked: redis unavailable"),
-        }
+        let wait = match limiter.take_own_permit(&bucket, limit).await {
+            Ok(wait) => wait,
+            Err(e) => {
+                tracing::warn!(error = %e, "sign-in limit counted in this process: redis unavailable");
+                fallback.take(&bucket, limit, Instant::now())
+            }
+        };
+        wait_ms = wait_ms.max(wait.unwrap_or(0));
     }
     (wait_ms > 0).then(|| (wait_ms + 999) / 1000)
 }
 
 /// After a good sign-in, the failed attempts of this user from this address are forgiven.
-pub async fn forgive(limiter: &Limiter, username: &str, address: Option<IpAddr>) {
-    if let Err(e) = limiter
-        .forget_own_bucket(&pair_bucket(username, address))
-        .await
-    {
+pub async fn forgive(
+    limiter: &Limiter,
+    fallback: &LocalBuckets,
+    username: &str,
+    address: Option<IpAddr>,
+) {
+    let bucket = pair_bucket(username, address);
+    fallback.forget(&bucket);
+    if let Err(e) = limiter.forget_own_bucket(&bucket).await {
         tracing::warn!(error = %e, "sign-in limit not reset: redis unavailable");
     }
 }

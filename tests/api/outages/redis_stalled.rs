@@ -133,3 +133,33 @@ async fn metrics_stay_flat_whatever_resource_names_clients_send_during_an_outage
         after.len()
     );
 }
+
+/// Sign-in attempts are still limited while Redis is stalled (counted in the server's
+/// memory), and a right password still signs in: an outage neither locks the admins out
+/// nor leaves guessing unlimited.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sign_in_attempts_are_limited_while_redis_is_stalled() {
+    let redis = RedisProcess::start().await;
+    let (app, _, _) = shop_and_other(&redis.url(), 100).await;
+    app.create_user("rita", None).await;
+    redis.stall();
+    app.sign_in("rita").await;
+    let mut guesser = app.browser();
+    let mut statuses = Vec::new();
+    for _ in 0..12 {
+        statuses.push(guesser.try_sign_in("rita", "a wrong guess").await.status);
+    }
+    assert_eq!(
+        statuses,
+        [
+            vec![StatusCode::UNAUTHORIZED; 10],
+            vec![StatusCode::TOO_MANY_REQUESTS; 2]
+        ]
+        .concat()
+    );
+    // The same limit holds for the right password, as it does with Redis.
+    guesser
+        .try_sign_in("rita", "a long password")
+        .await
+        .assert_status(StatusCode::TOO_MANY_REQUESTS);
+}
