@@ -43,6 +43,13 @@ struct Job {
     reply: oneshot::Sender<Reply>,
 }
 
+impl Job {
+    /// Whether its request stopped waiting (its deadline passed): then it is not sent.
+    fn given_up(&self) -> bool {
+        self.reply.is_closed()
+    }
+}
+
 /// The batching in front of one worker's connection. Its sender starts a task on the
 /// first acquire (on the runtime of the worker that makes it), which sends the calls one
 /// at a time and ends when the batcher is dropped.
@@ -104,8 +111,12 @@ impl Batcher {
         Ok(in_mode(outcome, bucket.policy.mode))
     }
 
-    /// Queues one acquire (starting the sending task at the first) and waits for its reply.
+    /// Queues one acquire (starting the sending task at the first) and waits for its
+    /// reply, at most the limiter's timeout from now: an acquire queued behind a call to a
+    /// Redis that does not answer gives up when its own time is up, not after that call's
+    /// timeout and then its own batch's.
     async fn decide(&self, call: AcquireCall) -> Result<[i64; REPLY_LEN], LimiterError> {
+        let deadline = tokio::time::Instant::now() + self.limiter.timeout;
         let queue = self.queue.get_or_init(|| {
             let (sender, receiver) = mpsc::unbounded_channel();
             tokio::spawn(send_batches(self.limiter.clone(), receiver));
@@ -114,7 +125,10 @@ impl Batcher {
         let (reply, answer) = oneshot::channel();
         let stopped = || LimiterError::Reply("the acquire batcher stopped".to_owned());
         queue.send(Job { call, reply }).map_err(|_| stopped())?;
-        answer.await.map_err(|_| stopped())?
+        match tokio::time::timeout_at(deadline, answer).await {
+            Ok(answered) => answered.map_err(|_| stopped())?,
+            Err(_) => Err(LimiterError::Timeout(self.limiter.timeout)),
+        }
     }
 }
 
@@ -126,11 +140,16 @@ async fn send_batches(limiter: Limiter, mut queue: mpsc::UnboundedReceiver<Job>)
     while let Some(first) = queue.recv().await {
         let mut next = Some(first);
         while let Some(job) = next.take() {
-            calls.push(job.call);
-            waiting.push(Some(job.reply));
+            if !job.given_up() {
+                calls.push(job.call);
+                waiting.push(Some(job.reply));
+            }
             if calls.len() < MAX_BATCH {
                 next = queue.try_recv().ok();
             }
+        }
+        if calls.is_empty() {
+            continue;
         }
         limiter.decide_all(&calls, &mut waiting).await;
         calls.clear();
@@ -272,4 +291,59 @@ fn eval_cmd(script: &redis::Script, keys: usize) -> Cmd {
     let mut cmd = redis::cmd("EVALSHA");
     cmd.arg(script.get_hash()).arg(keys);
     cmd
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use tokio::net::TcpListener;
+    use tokio::time::Instant;
+
+    use super::*;
+
+    /// Acquires queued behind a call to a Redis that never answers (a stalled one) each
+    /// give up one timeout after they came, not after the call ahead of them timed out and
+    /// then their own. On tokio's paused clock: the times compared are the runtime's own,
+    /// exact whatever the machine is doing.
+    #[tokio::test(start_paused = true)]
+    async fn an_acquire_waits_at_most_one_timeout_behind_a_stalled_call() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("redis://{}", listener.local_addr().unwrap());
+        // Accepts connections and keeps them open, answering nothing.
+        tokio::spawn(async move {
+            let mut open = Vec::new();
+            while let Ok((socket, _)) = listener.accept().await {
+                open.push(socket);
+            }
+        });
+        let timeout = Duration::from_millis(100);
+        let batcher = Batcher::new(Limiter::new(&url, "test", timeout).unwrap());
+        let (name, app) = (
+            PolicyName::parse("p").unwrap(),
+            AppSlug::parse("shop").unwrap(),
+        );
+        let permits = Permits::parse(1).unwrap();
+        let one = |delay: Duration| {
+            let (batcher, name, app) = (&batcher, &name, &app);
+            async move {
+                tokio::time::sleep(delay).await;
+                let came = Instant::now();
+                let answer = batcher
+                    .acquire(name, Algorithm::TokenBucket, permits, app)
+                    .await;
+                (came, Instant::now(), answer)
+            }
+        };
+        // The first goes alone; the others come while it is in flight.
+        let delays = [0, 10, 20, 30, 40, 50, 60, 70].map(Duration::from_millis);
+        let answers = futures_util::future::join_all(delays.map(one)).await;
+        for (came, answered, answer) in answers {
+            assert!(
+                matches!(answer, Err(LimiterError::Timeout(_))),
+                "{answer:?}"
+            );
+            assert!(answered - came <= timeout, "waited {:?}", answered - came);
+        }
+    }
 }
