@@ -8,6 +8,9 @@ use std::io::IsTerminal;
 
 use tracing_subscriber::EnvFilter;
 
+mod outage_log;
+pub use outage_log::{Outage, warn_outage};
+
 /// Logs go to stderr (stdout belongs to CLI output, such as a new token).
 pub fn init_tracing(json: bool) {
     let filter = EnvFilter::try_from_default_env()

@@ -7,6 +7,7 @@ use serde::Serialize;
 
 use crate::control::ControlError;
 use crate::domain::{FieldError, FieldErrors};
+use crate::telemetry::{Outage, warn_outage};
 
 /// An error, as RFC 9457 problem details.
 #[derive(Debug, Serialize, utoipa::ToSchema)]
@@ -174,11 +175,11 @@ impl From<ControlError> for Problem {
                 p
             }
             ControlError::RedisUnavailable(cause) => {
-                tracing::warn!(error = format!("{cause:#}"), "redis unavailable");
+                warn_outage(Outage::Redis, "admin api", &cause);
                 Self::unavailable("redis is unreachable; try again shortly")
             }
             ControlError::DatabaseUnavailable(cause) => {
-                tracing::warn!(error = format!("{cause:#}"), "database unavailable");
+                warn_outage(Outage::Database, "admin api", &cause);
                 Self::unavailable("the database is unreachable; try again shortly")
             }
             ControlError::Aborted(ref cause) => {

@@ -15,6 +15,7 @@ use super::page::{Chrome, ChromeUser};
 use super::session::SESSION_COOKIE;
 use crate::control::ControlError;
 use crate::state::AppState;
+use crate::telemetry::{Outage, warn_outage};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConsoleError {
@@ -75,15 +76,15 @@ impl From<ControlError> for ConsoleError {
                 "the policy was changed meanwhile; its version is now {current}"
             )),
             ControlError::RedisUnavailable(e) => {
-                tracing::warn!(error = ?e, "console: redis unavailable");
+                warn_outage(Outage::Redis, "console", &e);
                 Self::Unavailable(Service::Redis)
             }
             ControlError::DatabaseUnavailable(e) => {
-                tracing::warn!(error = ?e, "console: database unavailable");
+                warn_outage(Outage::Database, "console", &e);
                 Self::Unavailable(Service::Database)
             }
             ControlError::Aborted(ref cause) => {
-                tracing::warn!(error = ?cause, "console: transaction aborted");
+                tracing::warn!(error = format!("{cause:#}"), "console: transaction aborted");
                 Self::Conflict(e.to_string())
             }
             ControlError::Internal(e) => Self::Internal(e),
@@ -121,7 +122,8 @@ impl ResponseError for ConsoleError {
                 .finish();
         }
         if let Self::Internal(e) = self {
-            tracing::error!(error = ?e, "console request failed");
+            // The cause chain, not `{:?}`: that is a backtrace too when RUST_BACKTRACE is set.
+            tracing::error!(error = format!("{e:#}"), "console request failed");
         }
         let (title, message) = self.page_text();
         render_error(self.status_code(), title, message, Chrome::error_page())
@@ -166,9 +168,11 @@ impl ConsoleError {
     }
 }
 
-/// Middleware of the console: an error page is rendered again inside the navigation of
-/// the user who is signed in (known from the request when its handler read the session,
-/// else looked up from the cookie), so that an error never strands them.
+/// Middleware of the console: an error page is rendered again in the chrome of whoever
+/// made the request: inside the navigation of the user who is signed in (known from the
+/// request when its handler read the session, else looked up from the cookie), so that an
+/// error never strands them; without any navigation for someone signed out (no session
+/// cookie, or one of no session), as the sign-in page shows.
 pub async fn in_navigation(
     req: ServiceRequest,
     next: Next<impl MessageBody + 'static>,
@@ -181,18 +185,15 @@ pub async fn in_navigation(
     else {
         return Ok(res);
     };
-    let database_down = matches!(error, ConsoleError::Unavailable(Service::Database));
-    if matches!(error, ConsoleError::SignInRequired { .. }) || database_down {
+    if matches!(error, ConsoleError::SignInRequired { .. }) {
         return Ok(res);
     }
+    let database_down = matches!(error, ConsoleError::Unavailable(Service::Database));
     let (status, (title, message)) = (error.status_code(), error.page_text());
-    let Some(user) = signed_in_user(res.request()).await else {
-        return Ok(res);
-    };
-    let chrome = Chrome {
-        user: Some(user),
-        section: "error",
-        notice: None,
+    let chrome = match Viewer::of(res.request(), database_down).await {
+        // The page as rendered: the navigation without a name.
+        Viewer::Unknown => return Ok(res),
+        known => known.chrome(),
     };
     let (req, _) = res.into_parts();
     Ok(ServiceResponse::new(
@@ -201,20 +202,58 @@ pub async fn in_navigation(
     ))
 }
 
-/// The user whose session the request carries, if any.
-pub async fn signed_in_user(req: &HttpRequest) -> Option<ChromeUser> {
-    let known = req.extensions().get::<ChromeUser>().cloned();
-    if known.is_some() {
-        return known;
+/// Who made a request, as far as an error page can tell.
+pub enum Viewer {
+    SignedIn(ChromeUser),
+    /// No session cookie, or one that names no live session.
+    SignedOut,
+    /// A session cookie the database could not check (it may be what failed).
+    Unknown,
+}
+
+impl Viewer {
+    /// `database_down`: the request failed for want of the database, so it is not asked
+    /// again about the session.
+    pub async fn of(req: &HttpRequest, database_down: bool) -> Self {
+        if let Some(user) = req.extensions().get::<ChromeUser>().cloned() {
+            return Self::SignedIn(user);
+        }
+        let Some(cookie) = req.cookie(SESSION_COOKIE) else {
+            return Self::SignedOut;
+        };
+        let Some(state) = req.app_data::<web::Data<AppState>>() else {
+            return Self::Unknown;
+        };
+        if database_down {
+            return Self::Unknown;
+        }
+        match state
+            .control
+            .session(&SecretString::from(cookie.value()))
+            .await
+        {
+            Ok(Some(session)) => Self::SignedIn(ChromeUser {
+                name: session.user.username.clone(),
+                is_admin: session.user.is_admin(),
+                csrf: session.csrf_token,
+            }),
+            Ok(None) => Self::SignedOut,
+            Err(_) => Self::Unknown,
+        }
     }
-    let token = SecretString::from(req.cookie(SESSION_COOKIE)?.value());
-    let state = req.app_data::<web::Data<AppState>>()?;
-    let session = state.control.session(&token).await.ok()??;
-    Some(ChromeUser {
-        name: session.user.username.clone(),
-        is_admin: session.user.is_admin(),
-        csrf: session.csrf_token,
-    })
+
+    /// The chrome of an error page for this viewer.
+    pub fn chrome(self) -> Chrome {
+        match self {
+            Self::SignedIn(user) => Chrome {
+                user: Some(user),
+                section: "error",
+                notice: None,
+            },
+            Self::SignedOut => Chrome::anonymous(),
+            Self::Unknown => Chrome::error_page(),
+        }
+    }
 }
 
 pub fn render_error(

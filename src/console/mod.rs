@@ -257,17 +257,10 @@ fn security_headers() -> DefaultHeaders {
         .fold(DefaultHeaders::new(), |headers, &pair| headers.add(pair))
 }
 
-/// The page for a console path no route claims, inside the navigation of the user who
-/// is signed in, if any.
+/// The page for a console path no route claims, in the chrome of whoever asks (see
+/// `error::in_navigation`).
 pub async fn not_found(req: &HttpRequest) -> HttpResponse {
-    let chrome = match error::signed_in_user(req).await {
-        Some(user) => page::Chrome {
-            user: Some(user),
-            section: "error",
-            notice: None,
-        },
-        None => page::Chrome::error_page(),
-    };
+    let chrome = error::Viewer::of(req, false).await.chrome();
     let path = req.path();
     error::render_error(
         StatusCode::NOT_FOUND,

@@ -28,8 +28,8 @@ impl Chrome {
         }
     }
 
-    /// For error pages, which may be shown before the session is known (the database
-    /// may be what failed): the main navigation without a user's name.
+    /// For error pages of a request whose session is not known (the database may be
+    /// what failed): the main navigation without a user's name.
     pub fn error_page() -> Self {
         Self {
             user: None,

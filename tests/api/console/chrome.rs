@@ -41,11 +41,19 @@ async fn error_pages_keep_the_navigation_of_whoever_is_signed_in() {
     page.assert_status(StatusCode::FORBIDDEN);
     assert!(navigation_of(&page, "vic"), "{}", page.body);
 
-    // Nobody signed in: the error page still links to the console, without a name.
-    let page = app.browser().get("/no/such/page").await;
-    page.assert_status(StatusCode::NOT_FOUND);
-    assert!(!page.has("id=\"logout\""));
-    assert!(page.has("<nav aria-label=\"Main\">"));
+    // Nobody signed in (no session cookie, or one of no session): the sign-in page's
+    // chrome, without the navigation, and a way to sign in.
+    let mut stranger = app.browser();
+    for cookie in [None, Some("ended-long-ago")] {
+        if let Some(cookie) = cookie {
+            stranger.set_cookie("rk_session", cookie);
+        }
+        let page = stranger.get("/no/such/page").await;
+        page.assert_status(StatusCode::NOT_FOUND);
+        assert!(!page.has("id=\"logout\""), "{}", page.body);
+        assert!(!page.has("<nav aria-label=\"Main\">"), "{}", page.body);
+        assert!(page.has(r#"<a href="/login">Sign in</a>"#), "{}", page.body);
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
