@@ -11,7 +11,7 @@ use futures_util::future::LocalBoxFuture;
 use serde::de::DeserializeOwned;
 
 use super::problem::Problem;
-use crate::domain::FieldError;
+use crate::domain::{FieldError, in_plain_words};
 
 /// An admin API body: a field that does not fit is a 422 naming it.
 pub struct ValidJson<T>(pub T);
@@ -102,7 +102,10 @@ pub fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, BodyError> {
             let message = inner.to_string();
             // serde appends " at line L column C": the field name says it better.
             let message = message.split(" at line ").next().unwrap_or(&message);
-            return Err(BodyError::Field(FieldError::new(path, message)));
+            return Err(BodyError::Field(FieldError::new(
+                path,
+                in_plain_words(message),
+            )));
         }
     };
     de.end().map_err(|_| {

@@ -8,6 +8,7 @@ mod policy;
 mod query_text;
 mod role;
 mod scope;
+mod serde_words;
 mod units;
 
 pub use algorithm::{Algorithm, MAX_MILLIS, Millis, Param};
@@ -20,4 +21,5 @@ pub use policy::{
 pub use query_text::non_utf8_field;
 pub use role::{GlobalRole, MemberRole};
 pub use scope::{CallerKey, MAX_KEY_BYTES, MAX_OVERRIDES, Override, Scope};
+pub use serde_words::in_plain_words;
 pub use units::{DisplayUnits, DurationUnit, RateUnit};

@@ -6,7 +6,7 @@ use std::collections::{HashMap, HashSet};
 use serde::Deserialize;
 
 use crate::control::{OverrideInput, PolicyInput, new_policy};
-use crate::domain::{DisplayUnits, PolicySpec};
+use crate::domain::{DisplayUnits, PolicySpec, in_plain_words};
 
 use super::caps::{self, Caps, Refusal};
 use super::format::{AppDocument, Documents, FileOverride, FilePolicy};
@@ -237,27 +237,7 @@ fn field_path(path: &serde_path_to_error::Path) -> String {
 /// A parser's message without its own "path: " and " at line L column C" (the error
 /// says where itself), and in the file's words, not Rust's.
 fn strip_location(message: &str) -> String {
-    plain_words(&without_location(message))
-}
-
-/// serde's names of Rust types (`i64`, `u128`, a sequence) as a policy file's reader
-/// knows them.
-fn plain_words(message: &str) -> String {
-    const WORDS: [(&str, &str); 8] = [
-        (" as u128", ""),
-        (" as i128", ""),
-        ("expected i64", "expected a whole number"),
-        ("expected u64", "expected a whole number from 0"),
-        ("expected f64", "expected a number"),
-        ("expected a sequence", "expected a list"),
-        ("invalid type: sequence", "invalid type: a list"),
-        ("expected a boolean", "expected true or false"),
-    ];
-    let mut message = message.to_owned();
-    for (rust, file) in WORDS {
-        message = message.replace(rust, file);
-    }
-    message.replace("invalid type: map", "invalid type: a mapping")
+    in_plain_words(&without_location(message))
 }
 
 fn without_location(message: &str) -> String {

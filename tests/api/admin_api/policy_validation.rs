@@ -92,3 +92,26 @@ async fn a_policy_name_is_taken_once(db: Db) {
     );
 }
 on_every_backend!(duplicate_policy, a_policy_name_is_taken_once);
+
+/// A field of the wrong type is explained without Rust's names of types.
+#[tokio::test]
+async fn a_field_of_the_wrong_type_is_explained_in_words() {
+    let app = spawn_app(Db::Sqlite).await;
+    app.create_app("shop").await;
+    for (value, message) in [
+        (
+            json!("many"),
+            "invalid type: string \"many\", expected a whole number",
+        ),
+        (
+            json!(99999999999999999999u128 as f64),
+            "invalid type: floating point `1e+20`, expected a whole number",
+        ),
+    ] {
+        let mut body = minimal_policy("orders.create", "shop");
+        body["max_permits"] = value;
+        let r = app.post("/api/v1/policies", &app.admin_token, body).await;
+        let problem = expect_problem(r, StatusCode::UNPROCESSABLE_ENTITY).await;
+        assert_eq!(problem["errors"][0]["message"], message, "{problem}");
+    }
+}
