@@ -118,11 +118,16 @@ impl Application {
         tracing::info!(address = %listener.local_addr()?, "ratekeeper listening");
 
         let shutdown = CancellationToken::new();
+        // Another instance's change is in Redis before its notice is sent: denials this
+        // one remembers may no longer hold (a switch to shadow mode, a raised limit), so
+        // they go as soon as the notice is heard, before the reload from SQL.
+        let denials = core.denials.clone();
         let listener_task = tokio::spawn(listen_for_changes(
             settings.redis_url.expose_secret().to_owned(),
             core.limiter.keys().changes_channel(),
             core.sync.instance().to_owned(),
             core.sync.wake(),
+            move || denials.forget_all(),
             shutdown.clone(),
         ));
         let sync_task = tokio::spawn(

@@ -173,11 +173,16 @@ impl Acquirer {
             });
         }
         // Denials are remembered per app: another app may not be allowed at all (403).
-        if let Some(known) = self.denials.check(name, app.as_str(), permits.get()) {
+        let generation = self.denials.generation();
+        let version = policy.map(PolicyEntry::version);
+        if let Some(known) = self
+            .denials
+            .check(name, app.as_str(), permits.get(), version)
+        {
             return Ok(self.known_denial(name, app.as_str(), known));
         }
         match self.ask_redis(app, name, permits, policy).await {
-            Ok(answer) => self.decided(name, app.as_str(), permits, answer),
+            Ok(answer) => self.decided(name, app.as_str(), permits, answer, generation),
             Err(e) => self.without_redis(app, name, policy, e),
         }
     }
@@ -202,7 +207,9 @@ impl Acquirer {
                 limit: limits.max_permits,
             });
         }
-        if let Some(known) = self.denials.check(name, caller, permits.get()) {
+        let generation = self.denials.generation();
+        let version = Some(policy.version());
+        if let Some(known) = self.denials.check(name, caller, permits.get(), version) {
             return Ok(self.known_denial(name, caller, known));
         }
         let bucket = KeyedBucket {
@@ -211,7 +218,7 @@ impl Acquirer {
             limits,
         };
         match self.batcher.acquire_keyed(&bucket, permits, app).await {
-            Ok(answer) => self.decided(name, caller, permits, answer),
+            Ok(answer) => self.decided(name, caller, permits, answer, generation),
             Err(e) => self.without_redis(app, name, Some(policy), e),
         }
     }
@@ -272,13 +279,15 @@ impl Acquirer {
     }
 
     /// What Redis answered, counted, and a denial remembered for the requests after it
-    /// (per `caller`: the app of a global policy, the caller of a keyed bucket).
+    /// (per `caller`: the app of a global policy, the caller of a keyed bucket), unless a
+    /// change was heard of since the denial cache's `generation` was read.
     fn decided(
         &self,
         name: &PolicyName,
         caller: &str,
         permits: Permits,
         answer: AcquireOutcome,
+        generation: u64,
     ) -> Result<Outcome, Refusal> {
         let (decided, algorithm) = match answer {
             AcquireOutcome::Decided {
@@ -313,8 +322,13 @@ impl Acquirer {
         // is remembered like a denial, so it is answered and counted the same way.
         let denial = matches!(decided.decision, Decision::Denied | Decision::ShadowDenied);
         if denial && algorithm != Algorithm::Concurrency {
-            self.denials
-                .remember(name, caller, permits.get(), CachedDenial::from(decided));
+            self.denials.remember(
+                name,
+                caller,
+                permits.get(),
+                CachedDenial::from(decided),
+                generation,
+            );
         }
         self.count(name, caller, decided.decision);
         Ok(Outcome::Decided(decided))

@@ -2,13 +2,23 @@
 //! (`retry_after_ms`); until then the same application asking the same policy for as
 //! many permits or more is certainly denied too (tokens only grow with time, and other
 //! clients can only take them), so this instance answers without asking Redis, and Redis
-//! load stays flat under abuse. An entry lives at most one sync interval, and a policy
-//! change drops its entries, so a change made elsewhere is honoured within one interval.
+//! load stays flat under abuse. An entry lives at most one sync interval, and no longer
+//! than this instance's view of its policy:
+//!
+//! - an entry holds only for the policy version this instance's snapshot has (a change
+//!   made here, or reloaded from SQL, ends it at once);
+//! - a change notice from another instance ends every entry as soon as it is heard
+//!   ([`DenialCache::forget_all`]), before the change is reloaded from SQL: Redis already
+//!   has the change, so asking it again is what applies it (a switch to shadow mode, a
+//!   raised limit);
+//! - a denial Redis gave before such a notice, but whose reply came after it, is not
+//!   remembered (each entry carries the generation of notices it was asked under).
+//!
 //! Entries are per caller (an app, or a keyed bucket's caller), at most
 //! [`DENIAL_CAPACITY`] in all.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use dashmap::DashMap;
@@ -26,6 +36,8 @@ struct Denial {
     retry_after_ms: i64,
     reset_after_ms: i64,
     shadow: bool,
+    /// The [`DenialCache::generation`] the acquire that got it was asked under.
+    generation: u64,
 }
 
 /// A denial as it stands now, the times counted down.
@@ -49,6 +61,8 @@ pub struct DenialCache {
     held: AtomicUsize,
     capacity: usize,
     max_age: Duration,
+    /// Raised by every change notice heard: an entry of an older generation holds no more.
+    generation: AtomicU64,
 }
 
 /// Most denials an instance remembers at once (about 100 bytes each, plus the key).
@@ -65,11 +79,25 @@ impl DenialCache {
             held: AtomicUsize::new(0),
             capacity,
             max_age,
+            generation: AtomicU64::new(0),
         }
     }
 
-    /// A denial still in force for this request, if one is known.
-    pub fn check(&self, policy: &PolicyName, caller: &str, permits: i64) -> Option<CachedDenial> {
+    /// The generation to pass to [`DenialCache::remember`], read before Redis is asked.
+    pub fn generation(&self) -> u64 {
+        self.generation.load(Ordering::Acquire)
+    }
+
+    /// A denial still in force for this request, if one is known, given under `version`
+    /// of the policy (what this instance's snapshot has; `None` for a policy it does not
+    /// know).
+    pub fn check(
+        &self,
+        policy: &PolicyName,
+        caller: &str,
+        permits: i64,
+        version: Option<i64>,
+    ) -> Option<CachedDenial> {
         // Nothing held, the usual case while no one is denied: no shard of the map (a lock
         // every worker shares) is touched, only a counter no grant writes.
         if self.held.load(Ordering::Relaxed) == 0 {
@@ -78,7 +106,11 @@ impl DenialCache {
         let entry = self.entries.get(policy.as_str())?;
         let d = entry.get(caller)?;
         let now = Instant::now();
-        if now >= d.until || permits < d.permits {
+        if now >= d.until
+            || permits < d.permits
+            || d.generation != self.generation()
+            || version.is_some_and(|v| v != d.version)
+        {
             return None;
         }
         let elapsed = now.duration_since(d.at).as_millis() as i64;
@@ -92,9 +124,17 @@ impl DenialCache {
         })
     }
 
-    /// Remembers a denial of `permits` that Redis just gave, if there is room.
-    pub fn remember(&self, policy: &PolicyName, caller: &str, permits: i64, given: CachedDenial) {
-        if given.retry_after_ms <= 0 {
+    /// Remembers a denial of `permits` that Redis just gave to an acquire asked under
+    /// `generation`, if there is room.
+    pub fn remember(
+        &self,
+        policy: &PolicyName,
+        caller: &str,
+        permits: i64,
+        given: CachedDenial,
+        generation: u64,
+    ) {
+        if given.retry_after_ms <= 0 || generation != self.generation() {
             return;
         }
         let at = Instant::now();
@@ -109,6 +149,7 @@ impl DenialCache {
             retry_after_ms: given.retry_after_ms,
             reset_after_ms: given.reset_after_ms,
             shadow: given.shadow,
+            generation,
         };
         let mut entry = self.entries.entry(policy.to_string()).or_default();
         if let Some(d) = entry.get_mut(caller) {
@@ -136,14 +177,24 @@ impl DenialCache {
         }
     }
 
-    /// Drops the entries of policies whose version is no longer `current(name)`, and every
-    /// denial that has lapsed.
+    /// Drops every denial at once: another instance announced a change, which this one has
+    /// not read yet. Denials asked for before now are not remembered when they come back.
+    pub fn forget_all(&self) {
+        self.generation.fetch_add(1, Ordering::AcqRel);
+        self.forget_changed(|_| None);
+    }
+
+    /// Drops the entries of policies whose version is no longer `current(name)`, every
+    /// denial that has lapsed, and those of an older generation.
     pub fn forget_changed(&self, current: impl Fn(&str) -> Option<i64>) {
         let now = Instant::now();
+        let generation = self.generation();
         self.entries.retain(|name, denials| {
             let version = current(name);
             let before = denials.len();
-            denials.retain(|_, d| Some(d.version) == version && d.until > now);
+            denials.retain(|_, d| {
+                Some(d.version) == version && d.until > now && d.generation == generation
+            });
             self.held
                 .fetch_sub(before - denials.len(), Ordering::Relaxed);
             !denials.is_empty()
@@ -183,40 +234,83 @@ mod tests {
     fn answers_the_same_or_larger_requests_of_the_same_app() {
         let cache = DenialCache::new(Duration::from_secs(60));
         let (p, shop, other) = names();
-        cache.remember(&p, shop, 2, denial(5_000));
-        let hit = cache.check(&p, shop, 2).unwrap();
+        cache.remember(&p, shop, 2, denial(5_000), 0);
+        let hit = cache.check(&p, shop, 2, None).unwrap();
         assert_eq!((hit.remaining, hit.limit, hit.version), (1, 10, 3));
         assert!(hit.retry_after_ms <= 5_000 && hit.retry_after_ms > 4_000);
         assert!(
-            cache.check(&p, shop, 3).is_some(),
+            cache.check(&p, shop, 3, None).is_some(),
             "more permits: still denied"
         );
-        assert!(cache.check(&p, shop, 1).is_none(), "fewer permits may fit");
         assert!(
-            cache.check(&p, other, 2).is_none(),
+            cache.check(&p, shop, 1, None).is_none(),
+            "fewer permits may fit"
+        );
+        assert!(
+            cache.check(&p, other, 2, None).is_none(),
             "another app asks Redis"
         );
         cache.forget("p");
-        assert!(cache.check(&p, shop, 2).is_none());
+        assert!(cache.check(&p, shop, 2, None).is_none());
     }
 
     #[test]
     fn entries_expire_with_the_retry_time_and_the_version() {
         let cache = DenialCache::new(Duration::from_secs(60));
         let (p, shop, _) = names();
-        cache.remember(&p, shop, 1, denial(0));
-        assert!(cache.check(&p, shop, 1).is_none(), "nothing to wait for");
-        cache.remember(&p, shop, 1, denial(5_000));
-        cache.forget_changed(|_| Some(3));
-        assert!(cache.check(&p, shop, 1).is_some(), "same version kept");
-        cache.forget_changed(|_| Some(4));
-        assert!(cache.check(&p, shop, 1).is_none(), "a new version drops it");
-        let short = DenialCache::new(Duration::ZERO);
-        short.remember(&p, shop, 1, denial(5_000));
+        cache.remember(&p, shop, 1, denial(0), 0);
         assert!(
-            short.check(&p, shop, 1).is_none(),
+            cache.check(&p, shop, 1, None).is_none(),
+            "nothing to wait for"
+        );
+        cache.remember(&p, shop, 1, denial(5_000), 0);
+        cache.forget_changed(|_| Some(3));
+        assert!(
+            cache.check(&p, shop, 1, None).is_some(),
+            "same version kept"
+        );
+        cache.forget_changed(|_| Some(4));
+        assert!(
+            cache.check(&p, shop, 1, None).is_none(),
+            "a new version drops it"
+        );
+        let short = DenialCache::new(Duration::ZERO);
+        short.remember(&p, shop, 1, denial(5_000), 0);
+        assert!(
+            short.check(&p, shop, 1, None).is_none(),
             "never older than max_age"
         );
+    }
+
+    #[test]
+    fn a_denial_holds_only_for_the_policy_version_this_instance_has() {
+        let cache = DenialCache::new(Duration::from_secs(60));
+        let (p, shop, _) = names();
+        cache.remember(&p, shop, 1, denial(5_000), 0);
+        assert!(cache.check(&p, shop, 1, Some(3)).is_some());
+        assert!(
+            cache.check(&p, shop, 1, Some(4)).is_none(),
+            "the snapshot has another version: Redis decides"
+        );
+    }
+
+    #[test]
+    fn a_change_notice_ends_every_denial_and_those_still_on_their_way() {
+        let cache = DenialCache::new(Duration::from_secs(60));
+        let (p, shop, other) = names();
+        cache.remember(&p, shop, 1, denial(5_000), cache.generation());
+        // An acquire asks Redis before the notice; its denial comes back after it.
+        let asked_under = cache.generation();
+        cache.forget_all();
+        assert!(cache.check(&p, shop, 1, None).is_none());
+        assert!(cache.is_empty(), "nothing held for nothing");
+        cache.remember(&p, other, 1, denial(5_000), asked_under);
+        assert!(
+            cache.check(&p, other, 1, None).is_none(),
+            "given before the change: not remembered"
+        );
+        cache.remember(&p, other, 1, denial(5_000), cache.generation());
+        assert!(cache.check(&p, other, 1, None).is_some(), "asked after it");
     }
 }
 
@@ -237,12 +331,12 @@ mod bounded {
             shadow: false,
         };
         for i in 0..10_000 {
-            cache.remember(&p, &format!("user-{i}"), 1, denial);
+            cache.remember(&p, &format!("user-{i}"), 1, denial, 0);
         }
         assert_eq!(cache.len(), 100);
-        assert!(cache.check(&p, "user-0", 1).is_some());
+        assert!(cache.check(&p, "user-0", 1, None).is_some());
         assert!(
-            cache.check(&p, "user-9999", 1).is_none(),
+            cache.check(&p, "user-9999", 1, None).is_none(),
             "no room: Redis answers"
         );
         cache.forget("p");

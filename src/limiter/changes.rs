@@ -23,14 +23,18 @@ impl Limiter {
     }
 }
 
-/// Wakes `wake` for every change notice of another instance, until `shutdown`. Connects
-/// to the first node of `url` (a cluster propagates PUBLISH to every node), and after a
-/// lost connection reconnects and wakes once, since notices may have been missed.
+/// Calls `heard` and wakes `wake` for every change notice of another instance, until
+/// `shutdown`: `heard` at once, on this task (what can be done before the change is read
+/// from SQL, such as dropping what the change may have made untrue), `wake` for the
+/// reconcile that reads it. Connects to the first node of `url` (a cluster propagates
+/// PUBLISH to every node), and after a lost connection reconnects and does both once,
+/// since notices may have been missed.
 pub async fn listen_for_changes(
     url: String,
     channel: String,
     instance: String,
     wake: Arc<Notify>,
+    heard: impl Fn() + Send + 'static,
     shutdown: CancellationToken,
 ) {
     let first = url.split(',').next().unwrap_or_default().trim().to_owned();
@@ -40,6 +44,7 @@ pub async fn listen_for_changes(
         match subscribe(&first, &channel).await {
             Ok(mut pubsub) => {
                 if connected_before {
+                    heard();
                     wake.notify_one();
                 }
                 connected_before = true;
@@ -51,6 +56,7 @@ pub async fn listen_for_changes(
                             Some(m) => {
                                 let from: String = m.get_payload().unwrap_or_default();
                                 if from != instance {
+                                    heard();
                                     wake.notify_one();
                                 }
                             }

@@ -297,3 +297,52 @@ async fn the_policy_page_and_the_file_show_the_mode_and_the_would_be_denials() {
     assert_eq!(plan["policies"][0]["action"], "update", "{plan}");
     assert!(plan.to_string().contains("\"mode\""), "{plan}");
 }
+
+/// Another instance whose SQL is cut off cannot reload the change: only the change notice
+/// reaches it. Hearing it is enough to stop answering from the denials it remembers, and
+/// to ask Redis, which already has the new mode.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_instance_stops_denying_from_memory_when_it_hears_of_a_switch_to_shadow() {
+    let direct = fresh_database(Db::Postgres).await;
+    let prefix = format!("rkmode-{}", random_suffix());
+    let first = spawn_app_with(settings(&direct, &redis_url(), &prefix)).await;
+    let (mut proxy, through_proxy) = TcpProxy::in_front_of_database(&direct).await;
+    let second = spawn_app_with(settings(&through_proxy, &redis_url(), &prefix)).await;
+
+    first.create_app("shop").await;
+    let key = first.create_key("shop").await;
+    first
+        .create_policy(
+            json!({"name": "switch.p", "owner_app": "shop", "rate": 0.001,
+                              "max_permits": 1}),
+        )
+        .await;
+    let learned = eventually(Duration::from_secs(10), || async {
+        second.acquire(&key, "switch.p", 1).await.status() == StatusCode::OK
+    })
+    .await;
+    assert!(learned, "the second instance learned of the key and policy");
+    // Denied: the second instance remembers it for the next ~1,000 s (or its sync interval).
+    for _ in 0..2 {
+        assert_eq!(
+            second.acquire(&key, "switch.p", 1).await.status(),
+            StatusCode::TOO_MANY_REQUESTS
+        );
+    }
+
+    proxy.cut().await;
+    let changed = first
+        .edit_policy("switch.p", json!({"mode": "shadow"}))
+        .await;
+    assert_eq!(changed["mode"], "shadow");
+    let switched = eventually(Duration::from_secs(10), || async {
+        let r = second.acquire(&key, "switch.p", 1).await;
+        r.status() == StatusCode::OK
+            && r.json::<Value>().await.unwrap()["shadow_denied"] == json!(true)
+    })
+    .await;
+    assert!(
+        switched,
+        "the second instance answers by the new mode once it hears of the change"
+    );
+}

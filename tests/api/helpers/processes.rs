@@ -2,7 +2,7 @@
 //! Redis server (stalled, stopped, started again), a local Redis Cluster, and a TCP proxy
 //! in front of a database (cut and restored). Never the shared services.
 
-use std::net::{SocketAddr, TcpListener};
+use std::net::{SocketAddr, TcpListener, ToSocketAddrs};
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -242,6 +242,21 @@ impl TcpProxy {
         };
         proxy.restore().await;
         proxy
+    }
+
+    /// A proxy in front of the database of `url`, and the URL that reaches the same
+    /// database through it.
+    pub async fn in_front_of_database(url: &str) -> (Self, String) {
+        let mut through = url::Url::parse(url).unwrap();
+        let target = (through.host_str().unwrap(), through.port().unwrap_or(5432))
+            .to_socket_addrs()
+            .unwrap()
+            .next()
+            .unwrap();
+        let proxy = Self::start(target).await;
+        through.set_host(Some("127.0.0.1")).unwrap();
+        through.set_port(Some(proxy.port)).unwrap();
+        (proxy, through.into())
     }
 
     pub async fn restore(&mut self) {
