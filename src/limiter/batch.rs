@@ -20,6 +20,7 @@ use futures_util::stream::FuturesUnordered;
 use redis::Cmd;
 use redis::cluster_routing::Slot;
 use tokio::sync::{mpsc, oneshot};
+use tokio::time::Instant;
 
 use crate::domain::{Algorithm, AppSlug, Permits, PolicyName};
 
@@ -37,17 +38,12 @@ const REPLY_LEN: usize = 6;
 
 type Reply = Result<[i64; REPLY_LEN], LimiterError>;
 
-/// One acquire waiting for its turn.
+/// One acquire waiting for its turn, and when its wait for Redis ends: one timeout after
+/// it came.
 struct Job {
     call: AcquireCall,
     reply: oneshot::Sender<Reply>,
-}
-
-impl Job {
-    /// Whether its request stopped waiting (its deadline passed): then it is not sent.
-    fn given_up(&self) -> bool {
-        self.reply.is_closed()
-    }
+    deadline: Instant,
 }
 
 /// The batching in front of one worker's connection. Its sender starts a task on the
@@ -112,11 +108,9 @@ impl Batcher {
     }
 
     /// Queues one acquire (starting the sending task at the first) and waits for its
-    /// reply, at most the limiter's timeout from now: an acquire queued behind a call to a
-    /// Redis that does not answer gives up when its own time is up, not after that call's
-    /// timeout and then its own batch's.
+    /// reply, which comes at the latest one timeout after it came (see [`send_batches`]).
     async fn decide(&self, call: AcquireCall) -> Result<[i64; REPLY_LEN], LimiterError> {
-        let deadline = tokio::time::Instant::now() + self.limiter.timeout;
+        let deadline = Instant::now() + self.limiter.timeout;
         let queue = self.queue.get_or_init(|| {
             let (sender, receiver) = mpsc::unbounded_channel();
             tokio::spawn(send_batches(self.limiter.clone(), receiver));
@@ -124,23 +118,39 @@ impl Batcher {
         });
         let (reply, answer) = oneshot::channel();
         let stopped = || LimiterError::Reply("the acquire batcher stopped".to_owned());
-        queue.send(Job { call, reply }).map_err(|_| stopped())?;
-        match tokio::time::timeout_at(deadline, answer).await {
-            Ok(answered) => answered.map_err(|_| stopped())?,
-            Err(_) => Err(LimiterError::Timeout(self.limiter.timeout)),
-        }
+        let job = Job {
+            call,
+            reply,
+            deadline,
+        };
+        queue.send(job).map_err(|_| stopped())?;
+        answer.await.map_err(|_| stopped())?
     }
 }
 
 /// Takes what is waiting (at most [`MAX_BATCH`]), sends it, answers each acquire, and
 /// again, until every sender is gone.
+///
+/// A call waits for Redis until the earliest deadline of the acquires in it, so every
+/// acquire is answered by its own deadline: the acquires queued behind a call to a Redis
+/// that does not answer wait for that call (which ends before their deadlines, its
+/// acquires having come first), then for their own call, which ends by their earliest
+/// deadline; one whose deadline passed meanwhile is answered at once, not sent. One timer
+/// a call, not one an acquire.
 async fn send_batches(limiter: Limiter, mut queue: mpsc::UnboundedReceiver<Job>) {
     let mut calls: Vec<AcquireCall> = Vec::with_capacity(MAX_BATCH);
     let mut waiting: Vec<Option<oneshot::Sender<Reply>>> = Vec::with_capacity(MAX_BATCH);
     while let Some(first) = queue.recv().await {
+        let now = Instant::now();
+        let mut earliest = None;
         let mut next = Some(first);
         while let Some(job) = next.take() {
-            if !job.given_up() {
+            if job.reply.is_closed() {
+                // Its request is gone (the client hung up): nothing to decide.
+            } else if job.deadline <= now {
+                let _ = job.reply.send(Err(LimiterError::Timeout(limiter.timeout)));
+            } else {
+                earliest = Some(earliest.map_or(job.deadline, |e: Instant| e.min(job.deadline)));
                 calls.push(job.call);
                 waiting.push(Some(job.reply));
             }
@@ -148,10 +158,8 @@ async fn send_batches(limiter: Limiter, mut queue: mpsc::UnboundedReceiver<Job>)
                 next = queue.try_recv().ok();
             }
         }
-        if calls.is_empty() {
-            continue;
-        }
-        limiter.decide_all(&calls, &mut waiting).await;
+        let Some(deadline) = earliest else { continue };
+        limiter.decide_all(&calls, &mut waiting, deadline).await;
         calls.clear();
         waiting.clear();
     }
@@ -165,6 +173,7 @@ impl Limiter {
         &self,
         calls: &[AcquireCall],
         waiting: &mut [Option<oneshot::Sender<Reply>>],
+        deadline: Instant,
     ) {
         let cluster = self.conn.is_cluster();
         let plan = Plan::of(
@@ -178,7 +187,7 @@ impl Limiter {
             let entries = &plan.calls[i];
             let expected = plan.replies_of(i) * REPLY_LEN;
             async move {
-                let flat = self.decide_entries(calls, entries).await;
+                let flat = self.decide_entries(calls, entries, deadline).await;
                 let flat = flat.and_then(|flat| {
                     if flat.len() == expected {
                         Ok(flat)
@@ -214,6 +223,7 @@ impl Limiter {
         &self,
         calls: &[AcquireCall],
         entries: &[Entry],
+        deadline: Instant,
     ) -> Result<Vec<i64>, LimiterError> {
         if let [Entry { first, count: 1 }] = entries {
             let call = &calls[*first];
@@ -221,7 +231,7 @@ impl Limiter {
             let mut cmd = eval_cmd(script, call.key_count());
             call.push_keys(&mut cmd);
             call.push_args(&mut cmd);
-            return self.run_script(script, &cmd).await;
+            return self.run_script(script, &cmd, deadline).await;
         }
         let keys = entries.iter().map(|e| calls[e.first].key_count()).sum();
         let mut cmd = eval_cmd(&scripts::ACQUIRE_BATCH, keys);
@@ -231,7 +241,9 @@ impl Limiter {
         for e in entries {
             calls[e.first].push_batch_args(&mut cmd, e.count);
         }
-        let packed: Vec<u8> = self.run_script(&scripts::ACQUIRE_BATCH, &cmd).await?;
+        let packed: Vec<u8> = self
+            .run_script(&scripts::ACQUIRE_BATCH, &cmd, deadline)
+            .await?;
         scripts::batch_reply_integers(&packed).ok_or_else(|| {
             LimiterError::Reply(format!(
                 "a batch reply of {} bytes, not whole integers",
@@ -246,9 +258,11 @@ impl Limiter {
         &self,
         script: &redis::Script,
         cmd: &Cmd,
+        deadline: Instant,
     ) -> Result<T, LimiterError> {
         let mut conn = self.conn.clone();
-        self.timed(async {
+        let left = deadline.saturating_duration_since(Instant::now());
+        self.timed_for(left, async {
             match cmd.query_async(&mut conn).await {
                 Err(e)
                     if e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) =>
