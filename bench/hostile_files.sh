@@ -25,42 +25,9 @@ for cmd in redis-server redis-cli python3 curl wrk; do
     command -v "$cmd" >/dev/null || { echo "$cmd is required" >&2; exit 1; }
 done
 
-TMP=$(mktemp -d)
-SERVER_PID=""
-cleanup() {
-    jobs -p | xargs -r kill 2>/dev/null || true
-    [[ -n $SERVER_PID ]] && kill "$SERVER_PID" 2>/dev/null && wait "$SERVER_PID" 2>/dev/null
-    [[ -s $TMP/redis.pid ]] && kill "$(<"$TMP/redis.pid")" 2>/dev/null
-    rm -rf "$TMP"
-}
-trap cleanup EXIT
-
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-REDIS_PORT=$(free_port)
-HTTP_PORT=$(free_port)
-redis-server --bind 127.0.0.1 --port "$REDIS_PORT" --save "" --appendonly no \
-    --daemonize yes --pidfile "$TMP/redis.pid" --dir "$TMP" --logfile "$TMP/redis.log"
-for _ in $(seq 1 100); do
-    [[ $(redis-cli -p "$REDIS_PORT" PING 2>/dev/null || true) == PONG ]] && break
-    sleep 0.05
-done
-
-export RATEKEEPER_DATABASE_URL="sqlite://$TMP/bench.db"
-export RATEKEEPER_REDIS_URL="redis://127.0.0.1:$REDIS_PORT"
-export RATEKEEPER_LISTEN="127.0.0.1:$HTTP_PORT"
-export RATEKEEPER_REDIS_PREFIX=hostile
-export RUST_LOG=error
-API="http://127.0.0.1:$HTTP_PORT"
-"$BIN" migrate 2>/dev/null
-printf 'hostile-bench-pw\n' | "$BIN" user create bench --admin 2>/dev/null
-TOKEN=$("$BIN" token create bench 2>/dev/null)
-"$BIN" serve >"$TMP/server.log" 2>&1 &
-SERVER_PID=$!
-for _ in $(seq 1 100); do curl -fsS "$API/healthz" >/dev/null 2>&1 && break; sleep 0.1; done
-auth=(-H "Authorization: Bearer $TOKEN")
-curl -fsS -X POST "$API/api/v1/apps" "${auth[@]}" -d '{"slug":"bench","name":"Bench"}' >/dev/null
-KEY=$(curl -fsS -X POST "$API/api/v1/apps/bench/keys" "${auth[@]}" -d '{"label":"b"}' |
-    python3 -c 'import json,sys; print(json.load(sys.stdin)["key"])')
+PREFIX=hostile
+# shellcheck source=bench/private_server.sh
+. "$ROOT/bench/private_server.sh"
 curl -fsS -X POST "$API/api/v1/policies" "${auth[@]}" \
     -d '{"name":"hot","owner_app":"bench","rate":1000000,"max_permits":1000000000}' >/dev/null
 sleep 1 # the key reaches the snapshot (a change notice); this is set-up, not measured

@@ -5,32 +5,16 @@
 //! shows no navigation.
 
 use std::io::BufRead;
-use std::net::ToSocketAddrs;
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use super::*;
 
-/// A new PostgreSQL database behind a TCP proxy the test can cut: the proxy, and the
-/// database's URL through it.
-async fn database_behind_a_proxy() -> (TcpProxy, String) {
-    let direct = fresh_database(Db::Postgres).await;
-    let mut url = url::Url::parse(&direct).unwrap();
-    let target = (url.host_str().unwrap(), url.port().unwrap_or(5432))
-        .to_socket_addrs()
-        .unwrap()
-        .next()
-        .unwrap();
-    let proxy = TcpProxy::start(target).await;
-    url.set_host(Some("127.0.0.1")).unwrap();
-    url.set_port(Some(proxy.port)).unwrap();
-    (proxy, url.to_string())
-}
-
 /// A server (in this process) on a database behind a proxy, with a short database wait.
 async fn app_behind_a_proxy() -> (TcpProxy, TestApp) {
-    let (proxy, url) = database_behind_a_proxy().await;
+    let direct = fresh_database(Db::Postgres).await;
+    let (proxy, url) = TcpProxy::in_front_of_database(&direct).await;
     let mut s = settings(&url, &redis_url(), &format!("rksql-{}", random_suffix()));
     s.database_timeout_ms = 300;
     (proxy, spawn_app_with(s).await)
@@ -163,7 +147,8 @@ fn serve_with_backtraces(database_url: &str) -> (std::process::Child, String, Ar
 async fn an_sql_outage_is_logged_in_lines_without_backtraces() {
     // As `spawn_app` does for the tests' own clients (reqwest here names no provider).
     let _ = rustls::crypto::ring::default_provider().install_default();
-    let (mut proxy, url) = database_behind_a_proxy().await;
+    let direct = fresh_database(Db::Postgres).await;
+    let (mut proxy, url) = TcpProxy::in_front_of_database(&direct).await;
     let (mut child, address, log) = serve_with_backtraces(&url);
     proxy.cut().await;
 
