@@ -10,13 +10,14 @@ WORKDIR /build
 # file with an empty crate, so that a change to ratekeeper's own code rebuilds only it
 # (seconds to a minute), not the 300 crates under it (minutes).
 COPY Cargo.toml Cargo.lock ./
-RUN mkdir src \
+COPY crates/limiter/Cargo.toml crates/limiter/
+RUN mkdir -p src crates/limiter/src \
  && echo 'fn main() {}' > src/main.rs \
- && touch src/lib.rs \
+ && touch src/lib.rs crates/limiter/src/lib.rs \
  && cargo build --release --locked \
- && rm -rf src target/release/.fingerprint/ratekeeper-* target/release/deps/ratekeeper-* \
-      target/release/deps/libratekeeper-* target/release/ratekeeper*
-# Then everything the crate compiles in: sources, Lua scripts (include_str!), SQL
+ && rm -rf src crates/limiter/src target/release/.fingerprint/ratekeeper* \
+      target/release/deps/ratekeeper* target/release/deps/libratekeeper* target/release/ratekeeper*
+# Then everything the crates compile in: sources, Lua scripts (include_str!), SQL
 # migrations (sqlx::migrate!), templates and static files. .dockerignore keeps
 # target/, .git and local databases out.
 COPY . .

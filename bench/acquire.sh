@@ -266,7 +266,7 @@ ensure_tool redis-server redis-server
 ensure_tool redis-cli redis-tools
 ensure_tool redis-benchmark redis-tools
 
-for lua in lua/token_bucket.lua lua/lib/clock.lua lua/lib/token_bucket.lua lua/lib/token_bucket_global.lua; do
+for lua in crates/limiter/lua/token_bucket.lua crates/limiter/lua/lib/token_bucket.lua; do
     [[ -f $ROOT/$lua ]] || die "missing $ROOT/$lua"
 done
 for script in acquire_one.lua acquire_many.lua acquire_keyed.lua; do
@@ -858,11 +858,10 @@ stop_bare
 # redis-benchmark: the same Lua, straight against the same Redis
 
 log "redis-benchmark: EVALSHA token_bucket.lua, $CONNECTIONS connections, $RB_REQUESTS requests"
-# The script as the server composes it (src/limiter/scripts.rs): the algorithm table (only
-# read when a policy changed algorithm, never here), the shared decision, the script.
-RB_SCRIPT=$(printf 'local ALGORITHM_INDEX = {}\n'; cat "$ROOT/lua/lib/clock.lua" \
-    "$ROOT/lua/lib/token_bucket.lua" "$ROOT/lua/lib/token_bucket_global.lua" \
-    "$ROOT/lua/token_bucket.lua")
+# The script exactly as the server composes it (the reply codes and the algorithm table
+# ahead of the shared gate, the decision and the script itself).
+RB_SCRIPT=$(cd "$ROOT" && cargo run -q -p ratekeeper-limiter --example script_source -- token_bucket) \
+    || die "cannot print the token bucket script"
 SHA=$(rcli SCRIPT LOAD "$RB_SCRIPT") || die "SCRIPT LOAD failed"
 [[ $SHA =~ ^[0-9a-f]{40}$ ]] || die "SCRIPT LOAD answered '$SHA'"
 rcli HSET "$RB_KEY" max_permits 1000000000 rate 1000000 apps ",$APP," enabled 1 version 1 \

@@ -20,7 +20,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use actix_web::{App, HttpResponse, HttpServer, web};
-use ratekeeper::limiter::scripts::TOKEN_BUCKET;
+use ratekeeper_limiter::scripts::TOKEN_BUCKET;
 use redis::aio::ConnectionManager;
 use serde::{Deserialize, Serialize};
 

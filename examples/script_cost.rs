@@ -23,7 +23,7 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use ratekeeper::domain::Algorithm;
-use ratekeeper::limiter::scripts::{self, LuaScript, batch_reply_integers};
+use ratekeeper_limiter::scripts::{self, LuaScript, batch_reply_integers};
 use redis::aio::MultiplexedConnection;
 use redis::{AsyncConnectionConfig, Cmd, RedisResult};
 

@@ -12,7 +12,7 @@
 use std::alloc::System;
 
 use ratekeeper::acquire::TallyRegistry;
-use ratekeeper::limiter::Decision;
+use ratekeeper_limiter::Decision;
 use stats_alloc::{INSTRUMENTED_SYSTEM, Region, StatsAlloc};
 
 #[global_allocator]

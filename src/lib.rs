@@ -10,7 +10,6 @@ pub mod config;
 pub mod console;
 pub mod control;
 pub mod domain;
-pub mod limiter;
 pub mod policy_file;
 pub mod snapshot;
 pub mod startup;

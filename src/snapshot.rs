@@ -15,8 +15,8 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use arc_swap::ArcSwap;
 
 use crate::domain::{Algorithm, AppSlug, FailureMode, Scope};
-use crate::limiter::{BucketLimits, PolicyConfig};
 use crate::store::{KeyGrant, PolicyRecord};
+use ratekeeper_limiter::{BucketLimits, PolicyConfig};
 
 /// A live API key, by the SHA-256 of its text.
 #[derive(Debug)]

@@ -18,12 +18,12 @@ use crate::auth::LocalBuckets;
 use crate::config::Settings;
 use crate::console;
 use crate::control::Control;
-use crate::limiter::{Limiter, listen_for_changes};
 use crate::snapshot::Snapshot;
 use crate::state::AppState;
 use crate::store::Store;
 use crate::sync::Syncer;
 use crate::telemetry::Metrics;
+use ratekeeper_limiter::{Limiter, listen_for_changes};
 
 /// How long a background task's Redis call may take at least (an acquire's is shorter).
 const BACKGROUND_REDIS_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(1);

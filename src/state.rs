@@ -6,9 +6,9 @@ use std::sync::Arc;
 
 use crate::auth::LocalBuckets;
 use crate::control::Control;
-use crate::limiter::Limiter;
 use crate::store::Store;
 use crate::telemetry::Metrics;
+use ratekeeper_limiter::Limiter;
 
 pub struct AppState {
     pub control: Control,

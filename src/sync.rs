@@ -18,10 +18,10 @@ use tokio_util::sync::CancellationToken;
 
 use crate::acquire::DenialCache;
 use crate::domain::PolicyName;
-use crate::limiter::{Limiter, PolicyConfig};
 use crate::snapshot::Snapshot;
 use crate::store::{PolicyRecord, Store, StoreResult, now_ms};
 use crate::telemetry::Metrics;
+use ratekeeper_limiter::{Limiter, PolicyConfig};
 
 /// Keys of deleted policies are swept only when their incarnation is older than this,
 /// so a policy another instance created (and pushed) while we read SQL is never taken.
@@ -127,6 +127,15 @@ impl Syncer {
         if let Err(e) = self.limiter.delete_policy(name).await {
             tracing::warn!(policy = %name, error = %e, "delete after commit failed; reconcile will retry");
         }
+        self.announce().await;
+    }
+
+    /// After a bucket of the policy was reset to full: the denials remembered of it no
+    /// longer hold, here and on the other instances (which drop theirs as they hear the
+    /// notice), or a caller would stay refused until its old retry time.
+    #[tracing::instrument(skip_all, fields(policy = %name))]
+    pub async fn bucket_reset(&self, name: &PolicyName) {
+        self.denials.forget(name.as_str());
         self.announce().await;
     }
 

@@ -4,6 +4,7 @@ use prometheus::{
     Encoder, Histogram, HistogramOpts, IntCounter, IntCounterVec, IntGauge, Opts, Registry,
     TextEncoder,
 };
+use ratekeeper_limiter::BatchFigures;
 use std::io::IsTerminal;
 
 use tracing_subscriber::EnvFilter;
@@ -44,6 +45,8 @@ pub struct Metrics {
     /// Calls to Redis by client: `acquire` (the hot path), `control` (console and admin
     /// API), `background` (sync, counts); a pipeline is one call.
     pub redis_calls: IntCounterVec,
+    /// The acquire batchers' own figures (batch size, queue, call time).
+    pub batch: BatchFigures,
 }
 
 impl Default for Metrics {
@@ -125,6 +128,7 @@ impl Metrics {
                 .register(collector)
                 .expect("metric registered once");
         }
+        let batch = BatchFigures::registered(&registry).expect("metric registered once");
         Metrics {
             registry,
             decisions,
@@ -135,6 +139,7 @@ impl Metrics {
             sync_pass_seconds,
             sql_statements,
             redis_calls,
+            batch,
         }
     }
 

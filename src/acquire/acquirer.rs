@@ -11,15 +11,16 @@ use prometheus::IntCounter;
 
 use crate::auth::digest_secret;
 use crate::domain::{Algorithm, AppSlug, CallerKey, FailureMode, Mode, Permits, PolicyName};
-use crate::limiter::{
-    AcquireOutcome, Batcher, Decision, KeyedBucket, LeaseId, Limiter, LimiterError, ReleaseOutcome,
-};
 use crate::snapshot::{KeyEntry, PolicyEntry, Snapshot};
 use crate::telemetry::Metrics;
+use ratekeeper_limiter::{
+    AcquireOutcome, Batcher, Decided, Decision, KeyedBucket, LeaseId, Limiter, LimiterError,
+    ReleaseOutcome,
+};
 
 use super::caller::{Partition, partition_of};
-use super::outcome::{Acquired, Decided, KeyRefused, Outcome, Refusal};
-use super::{CachedDenial, DenialCache, Tally};
+use super::outcome::{Acquired, KeyRefused, Outcome, Refusal};
+use super::{DenialCache, Tally};
 
 /// One HTTP worker's acquire path: it holds that worker's own Redis connection, so an
 /// acquire never hops to another thread to reach Redis; the rest is shared.
@@ -92,7 +93,7 @@ impl Acquirer {
     ) -> Self {
         Self {
             outcomes: OutcomeCounters::of(&metrics),
-            batcher: Batcher::new(limiter.clone()),
+            batcher: Batcher::with_figures(limiter.clone(), metrics.batch.clone()),
             limiter,
             snapshot,
             denials,
@@ -223,9 +224,9 @@ impl Acquirer {
         }
     }
 
-    /// One round trip, or two when Redis has lost a policy this instance knows: then it is
-    /// put back from the snapshot and decided on at once, not answered 404 until the next
-    /// sync pass.
+    /// One round trip, or three when Redis has lost a policy this instance knows: then it
+    /// is put back from the snapshot and decided on at once, not answered 404 until the
+    /// next sync pass.
     async fn ask_redis(
         &self,
         app: &AppSlug,
@@ -239,9 +240,10 @@ impl Acquirer {
         let answer = self.batcher.acquire(name, algorithm, permits, app).await?;
         match (answer, policy) {
             (AcquireOutcome::NoSuchPolicy, Some(policy)) => {
-                tracing::warn!(policy = %name, "redis had lost the policy; restored it");
-                self.limiter
-                    .restore_and_acquire(&policy.config, permits, app)
+                tracing::warn!(policy = %name, "redis had lost the policy; restoring it");
+                self.batcher.restore(&policy.config).await?;
+                self.batcher
+                    .acquire(name, policy.algorithm(), permits, app)
                     .await
             }
             (answer, _) => Ok(answer),
@@ -289,28 +291,8 @@ impl Acquirer {
         answer: AcquireOutcome,
         generation: u64,
     ) -> Result<Outcome, Refusal> {
-        let (decided, algorithm) = match answer {
-            AcquireOutcome::Decided {
-                decision,
-                remaining,
-                retry_after_ms,
-                reset_after_ms,
-                limit,
-                version,
-                lease,
-                algorithm,
-            } => (
-                Decided {
-                    decision,
-                    remaining,
-                    limit,
-                    retry_after_ms,
-                    reset_after_ms,
-                    version,
-                    lease,
-                },
-                algorithm,
-            ),
+        let decided = match answer {
+            AcquireOutcome::Decided(decided) => decided,
             AcquireOutcome::NoSuchPolicy => return Err(Refusal::NoSuchPolicy),
             AcquireOutcome::AppNotAllowed => return Err(Refusal::AppNotAllowed),
             AcquireOutcome::PermitsAboveMax { limit } => {
@@ -321,24 +303,18 @@ impl Acquirer {
         // foretells: those are never answered locally. A shadow policy's would-be denial
         // is remembered like a denial, so it is answered and counted the same way.
         let denial = matches!(decided.decision, Decision::Denied | Decision::ShadowDenied);
-        if denial && algorithm != Algorithm::Concurrency {
-            self.denials.remember(
-                name,
-                caller,
-                permits.get(),
-                CachedDenial::from(decided),
-                generation,
-            );
+        if denial && decided.algorithm != Algorithm::Concurrency {
+            self.denials
+                .remember(name, caller, permits.get(), decided, generation);
         }
         self.count(name, caller, decided.decision);
         Ok(Outcome::Decided(decided))
     }
 
     /// A denial this instance still knows, answered and counted without Redis.
-    fn known_denial(&self, name: &PolicyName, caller: &str, known: CachedDenial) -> Outcome {
-        let decided = Decided::from(known);
-        self.count(name, caller, decided.decision);
-        Outcome::Decided(decided)
+    fn known_denial(&self, name: &PolicyName, caller: &str, known: Decided) -> Outcome {
+        self.count(name, caller, known.decision);
+        Outcome::Decided(known)
     }
 
     /// Redis could not answer: every check that needs no Redis is made from the snapshot
@@ -402,36 +378,5 @@ impl Acquirer {
             Decision::ShadowDenied => &self.outcomes.shadow_denied,
         };
         counter.inc();
-    }
-}
-
-impl From<CachedDenial> for Decided {
-    fn from(known: CachedDenial) -> Self {
-        Self {
-            decision: if known.shadow {
-                Decision::ShadowDenied
-            } else {
-                Decision::Denied
-            },
-            remaining: known.remaining,
-            limit: known.limit,
-            retry_after_ms: known.retry_after_ms,
-            reset_after_ms: known.reset_after_ms,
-            version: known.version,
-            lease: None,
-        }
-    }
-}
-
-impl From<Decided> for CachedDenial {
-    fn from(d: Decided) -> Self {
-        Self {
-            remaining: d.remaining,
-            limit: d.limit,
-            version: d.version,
-            retry_after_ms: d.retry_after_ms,
-            reset_after_ms: d.reset_after_ms,
-            shadow: d.decision == Decision::ShadowDenied,
-        }
     }
 }

@@ -23,33 +23,19 @@ use std::time::{Duration, Instant};
 
 use dashmap::DashMap;
 
+use ratekeeper_limiter::{Decided, Decision};
+
 use crate::domain::PolicyName;
 
+/// A denial as Redis gave it, and until when it holds.
 #[derive(Debug, Clone, Copy)]
 struct Denial {
     at: Instant,
     until: Instant,
     permits: i64,
-    remaining: i64,
-    limit: i64,
-    version: i64,
-    retry_after_ms: i64,
-    reset_after_ms: i64,
-    shadow: bool,
+    decided: Decided,
     /// The [`DenialCache::generation`] the acquire that got it was asked under.
     generation: u64,
-}
-
-/// A denial as it stands now, the times counted down.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct CachedDenial {
-    pub remaining: i64,
-    pub limit: i64,
-    pub version: i64,
-    pub retry_after_ms: i64,
-    pub reset_after_ms: i64,
-    /// A shadow policy's: the request is granted, marked as one the limit would deny.
-    pub shadow: bool,
 }
 
 pub struct DenialCache {
@@ -97,7 +83,7 @@ impl DenialCache {
         caller: &str,
         permits: i64,
         version: Option<i64>,
-    ) -> Option<CachedDenial> {
+    ) -> Option<Decided> {
         // Nothing held, the usual case while no one is denied: no shard of the map (a lock
         // every worker shares) is touched, only a counter no grant writes.
         if self.held.load(Ordering::Relaxed) == 0 {
@@ -109,18 +95,15 @@ impl DenialCache {
         if now >= d.until
             || permits < d.permits
             || d.generation != self.generation()
-            || version.is_some_and(|v| v != d.version)
+            || version.is_some_and(|v| v != d.decided.version)
         {
             return None;
         }
         let elapsed = now.duration_since(d.at).as_millis() as i64;
-        Some(CachedDenial {
-            remaining: d.remaining,
-            limit: d.limit,
-            version: d.version,
-            retry_after_ms: (d.retry_after_ms - elapsed).max(1),
-            reset_after_ms: (d.reset_after_ms - elapsed).max(1),
-            shadow: d.shadow,
+        Some(Decided {
+            retry_after_ms: (d.decided.retry_after_ms - elapsed).max(1),
+            reset_after_ms: (d.decided.reset_after_ms - elapsed).max(1),
+            ..d.decided
         })
     }
 
@@ -131,9 +114,13 @@ impl DenialCache {
         policy: &PolicyName,
         caller: &str,
         permits: i64,
-        given: CachedDenial,
+        given: Decided,
         generation: u64,
     ) {
+        debug_assert!(matches!(
+            given.decision,
+            Decision::Denied | Decision::ShadowDenied
+        ));
         if given.retry_after_ms <= 0 || generation != self.generation() {
             return;
         }
@@ -143,12 +130,10 @@ impl DenialCache {
             at,
             until: at + life,
             permits,
-            remaining: given.remaining,
-            limit: given.limit,
-            version: given.version,
-            retry_after_ms: given.retry_after_ms,
-            reset_after_ms: given.reset_after_ms,
-            shadow: given.shadow,
+            decided: Decided {
+                lease: None,
+                ..given
+            },
             generation,
         };
         let mut entry = self.entries.entry(policy.to_string()).or_default();
@@ -170,8 +155,11 @@ impl DenialCache {
         self.held.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// Drops what is known of a policy (it changed or went away).
+    /// Drops what is known of a policy (it changed, went away, or a bucket of it was
+    /// reset). A denial asked for before now is not remembered when it comes back: it may
+    /// tell of the bucket as it was.
     pub fn forget(&self, policy: &str) {
+        self.generation.fetch_add(1, Ordering::AcqRel);
         if let Some((_, denials)) = self.entries.remove(policy) {
             self.held.fetch_sub(denials.len(), Ordering::Relaxed);
         }
@@ -193,7 +181,7 @@ impl DenialCache {
             let version = current(name);
             let before = denials.len();
             denials.retain(|_, d| {
-                Some(d.version) == version && d.until > now && d.generation == generation
+                Some(d.decided.version) == version && d.until > now && d.generation == generation
             });
             self.held
                 .fetch_sub(before - denials.len(), Ordering::Relaxed);
@@ -215,14 +203,16 @@ impl DenialCache {
 mod tests {
     use super::*;
 
-    fn denial(retry_after_ms: i64) -> CachedDenial {
-        CachedDenial {
+    fn denial(retry_after_ms: i64) -> Decided {
+        Decided {
+            decision: Decision::Denied,
             remaining: 1,
             limit: 10,
             version: 3,
             retry_after_ms,
             reset_after_ms: 9_000,
-            shadow: false,
+            lease: None,
+            algorithm: ratekeeper_limiter::domain::Algorithm::TokenBucket,
         }
     }
 
@@ -322,13 +312,15 @@ mod bounded {
     fn a_flood_over_many_callers_stays_within_capacity() {
         let cache = DenialCache::with_capacity(Duration::from_secs(60), 100);
         let p = PolicyName::parse("p").unwrap();
-        let denial = CachedDenial {
+        let denial = Decided {
+            decision: Decision::Denied,
             remaining: 0,
             limit: 1,
             version: 1,
             retry_after_ms: 5_000,
             reset_after_ms: 5_000,
-            shadow: false,
+            lease: None,
+            algorithm: ratekeeper_limiter::domain::Algorithm::TokenBucket,
         };
         for i in 0..10_000 {
             cache.remember(&p, &format!("user-{i}"), 1, denial, 0);

@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
-use crate::limiter::{Limiter, PolicyCounts, TopBatch};
 use crate::snapshot::Snapshot;
+use ratekeeper_limiter::{Limiter, PolicyCounts, TopBatch};
 
 use super::TallyRegistry;
 

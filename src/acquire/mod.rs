@@ -10,7 +10,7 @@ mod tally;
 
 pub use acquirer::Acquirer;
 pub use caller::{Partition, partition_of};
-pub use denials::{CachedDenial, DenialCache};
+pub use denials::DenialCache;
 pub use flusher::{run_flusher, unix_minute_now};
-pub use outcome::{Acquired, Decided, KeyRefused, Outcome, Refusal};
+pub use outcome::{Acquired, KeyRefused, Outcome, Refusal};
 pub use tally::{OutcomeCounts, SKETCH_SIZE, Taken, Tally, TallyRegistry};

@@ -1,20 +1,7 @@
 //! What an acquire comes to, in the terms the API renders: a decision with its numbers,
 //! a degraded grant, or a refusal before any decision.
 
-use crate::limiter::{Decision, LeaseId};
-
-/// A decision with everything a client is told about it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Decided {
-    pub decision: Decision,
-    pub remaining: i64,
-    pub limit: i64,
-    pub retry_after_ms: i64,
-    pub reset_after_ms: i64,
-    pub version: i64,
-    /// The lease a granted concurrency permit is held under, to be released.
-    pub lease: Option<LeaseId>,
-}
+use ratekeeper_limiter::Decided;
 
 /// How an acquire that was answered ends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -17,7 +17,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use crate::limiter::Decision;
+use ratekeeper_limiter::Decision;
 
 /// Callers one sketch follows.
 pub const SKETCH_SIZE: usize = 32;

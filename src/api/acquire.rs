@@ -12,9 +12,9 @@ use utoipa::ToSchema;
 use super::auth::ApiClient;
 use super::json::{ClientJson, required_field};
 use super::problem::Problem;
-use crate::acquire::{Acquired, Acquirer, Decided, Outcome, Partition, Refusal};
+use crate::acquire::{Acquired, Acquirer, Outcome, Partition, Refusal};
 use crate::domain::{AppSlug, CallerKey, FieldError, Permits, PolicyName};
-use crate::limiter::Decision;
+use ratekeeper_limiter::{Decided, Decision};
 
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]

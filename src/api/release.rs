@@ -12,7 +12,7 @@ use super::json::{ClientJson, required_field};
 use super::problem::Problem;
 use crate::acquire::{Acquirer, Refusal};
 use crate::domain::{FieldError, PolicyName};
-use crate::limiter::{LeaseId, ReleaseOutcome};
+use ratekeeper_limiter::{LeaseId, ReleaseOutcome};
 
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]

@@ -80,7 +80,9 @@ async fn direct(
     prune: bool,
     apply: bool,
 ) -> anyhow::Result<Value> {
-    let file = policy_file::parse_file(text).map_err(|e| anyhow!("invalid policy file:\n{e}"))?;
+    let file = policy_file::parse_file(text)
+        .map_err(|e| anyhow!("invalid policy file:\n{e}"))?
+        .desired();
     let core = Core::build(settings).await?;
     let actor = Actor::operator();
     let plan = if apply {

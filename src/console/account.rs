@@ -12,8 +12,8 @@ use super::error::ConsoleError;
 use super::format::{ago, short_time};
 use super::forms::FormErrors;
 use super::page::{Chrome, Notice};
+use super::respond::{render, render_status, see_other};
 use super::session::SignedIn;
-use super::{render, render_status, see_other};
 use crate::control::{AppView, ControlError, Reveal, Revealed, TokenInput, rfc3339};
 use crate::domain::FieldErrors;
 use crate::state::AppState;
@@ -116,7 +116,7 @@ pub async fn show(
         .collect();
     let mut response = render(&page)?;
     if !page.new_tokens.is_empty() {
-        super::apps::keys::no_store(&mut response);
+        super::respond::no_store(&mut response);
     }
     Ok(response)
 }
@@ -157,7 +157,7 @@ pub async fn revoke_token(
     state: web::Data<AppState>,
     signed_in: SignedIn,
     id: web::Path<String>,
-    form: web::Form<super::login::CsrfForm>,
+    form: web::Form<super::session::CsrfForm>,
 ) -> Result<HttpResponse, ConsoleError> {
     signed_in.check_csrf(&form.csrf)?;
     state

@@ -4,7 +4,7 @@
 
 use std::fmt::Write;
 
-use crate::limiter::MinuteCounts;
+use ratekeeper_limiter::MinuteCounts;
 
 use super::format::number;
 

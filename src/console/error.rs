@@ -2,19 +2,13 @@
 //! error page with the right status, inside the signed-in user's navigation when there is
 //! one. Internal error text is logged, never shown.
 
-use actix_web::body::{BoxBody, MessageBody};
-use actix_web::dev::{ServiceRequest, ServiceResponse};
 use actix_web::http::StatusCode;
 use actix_web::http::header::{self, ContentType};
-use actix_web::middleware::Next;
-use actix_web::{HttpMessage, HttpRequest, HttpResponse, ResponseError, web};
+use actix_web::{HttpResponse, ResponseError};
 use askama::Template;
-use secrecy::SecretString;
 
-use super::page::{Chrome, ChromeUser};
-use super::session::SESSION_COOKIE;
+use super::page::{Chrome, SECURITY_HEADERS};
 use crate::control::ControlError;
-use crate::state::AppState;
 use crate::telemetry::{Outage, warn_outage};
 
 #[derive(Debug, thiserror::Error)]
@@ -132,7 +126,7 @@ impl ResponseError for ConsoleError {
 
 impl ConsoleError {
     /// The error page's title and message.
-    fn page_text(&self) -> (&'static str, String) {
+    pub(super) fn page_text(&self) -> (&'static str, String) {
         match self {
             Self::SignInRequired { .. } => ("Sign-in required", "Sign in first.".to_owned()),
             Self::Forbidden => (
@@ -168,94 +162,6 @@ impl ConsoleError {
     }
 }
 
-/// Middleware of the console: an error page is rendered again in the chrome of whoever
-/// made the request: inside the navigation of the user who is signed in (known from the
-/// request when its handler read the session, else looked up from the cookie), so that an
-/// error never strands them; without any navigation for someone signed out (no session
-/// cookie, or one of no session), as the sign-in page shows.
-pub async fn in_navigation(
-    req: ServiceRequest,
-    next: Next<impl MessageBody + 'static>,
-) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
-    let res = next.call(req).await?.map_into_boxed_body();
-    let Some(error) = res
-        .response()
-        .error()
-        .and_then(|e| e.as_error::<ConsoleError>())
-    else {
-        return Ok(res);
-    };
-    if matches!(error, ConsoleError::SignInRequired { .. }) {
-        return Ok(res);
-    }
-    let database_down = matches!(error, ConsoleError::Unavailable(Service::Database));
-    let (status, (title, message)) = (error.status_code(), error.page_text());
-    let chrome = match Viewer::of(res.request(), database_down).await {
-        // The page as rendered: the navigation without a name.
-        Viewer::Unknown => return Ok(res),
-        known => known.chrome(),
-    };
-    let (req, _) = res.into_parts();
-    Ok(ServiceResponse::new(
-        req,
-        render_error(status, title, message, chrome),
-    ))
-}
-
-/// Who made a request, as far as an error page can tell.
-pub enum Viewer {
-    SignedIn(ChromeUser),
-    /// No session cookie, or one that names no live session.
-    SignedOut,
-    /// A session cookie the database could not check (it may be what failed).
-    Unknown,
-}
-
-impl Viewer {
-    /// `database_down`: the request failed for want of the database, so it is not asked
-    /// again about the session.
-    pub async fn of(req: &HttpRequest, database_down: bool) -> Self {
-        if let Some(user) = req.extensions().get::<ChromeUser>().cloned() {
-            return Self::SignedIn(user);
-        }
-        let Some(cookie) = req.cookie(SESSION_COOKIE) else {
-            return Self::SignedOut;
-        };
-        let Some(state) = req.app_data::<web::Data<AppState>>() else {
-            return Self::Unknown;
-        };
-        if database_down {
-            return Self::Unknown;
-        }
-        match state
-            .control
-            .session(&SecretString::from(cookie.value()))
-            .await
-        {
-            Ok(Some(session)) => Self::SignedIn(ChromeUser {
-                name: session.user.username.clone(),
-                is_admin: session.user.is_admin(),
-                csrf: session.csrf_token,
-            }),
-            Ok(None) => Self::SignedOut,
-            Err(_) => Self::Unknown,
-        }
-    }
-
-    /// The chrome of an error page for this viewer.
-    pub fn chrome(self) -> Chrome {
-        match self {
-            Self::SignedIn(user) => Chrome {
-                user: Some(user),
-                section: "error",
-                notice: None,
-            },
-            Self::SignedOut => Chrome::anonymous(),
-            Self::Unknown => Chrome::error_page(),
-        }
-    }
-}
-
 pub fn render_error(
     status: StatusCode,
     title: &'static str,
@@ -273,7 +179,7 @@ pub fn render_error(
             let mut response = HttpResponse::build(status);
             response.content_type(ContentType::html());
             // Also for pages served outside the console's scope (a path no route claims).
-            for header in super::SECURITY_HEADERS {
+            for header in SECURITY_HEADERS {
                 response.insert_header(header);
             }
             response.body(body)

@@ -10,10 +10,11 @@ use secrecy::{ExposeSecret, SecretString};
 use serde::Deserialize;
 
 use super::error::ConsoleError;
-use super::login_guard;
 use super::page::Chrome;
+use super::respond::{render_status, see_other};
+use super::session::CsrfForm;
 use super::session::{SESSION_COOKIE, SignedIn, constant_time_eq, cookie, removal};
-use super::{render_status, see_other};
+use crate::auth::sign_in;
 use crate::auth::{Secret, SecretKind};
 use crate::control::SESSION_LIFETIME_MS;
 use crate::state::AppState;
@@ -140,7 +141,7 @@ pub async fn submit(
 
     let address = req.peer_addr().map(|a| a.ip());
     if let Some(wait) =
-        login_guard::take_attempt(&state.limiter, &state.sign_in_fallback, &username, address).await
+        sign_in::take_attempt(&state.limiter, &state.sign_in_fallback, &username, address).await
     {
         let error = format!(
             "Too many sign-in attempts for this user or from this address. Try again in {wait} s."
@@ -166,7 +167,7 @@ pub async fn submit(
         let error = "Unknown username or wrong password (or the account is disabled).".to_owned();
         return render_form(&req, StatusCode::UNAUTHORIZED, next, username, Some(error));
     };
-    login_guard::forgive(&state.limiter, &state.sign_in_fallback, &username, address).await;
+    sign_in::forgive(&state.limiter, &state.sign_in_fallback, &username, address).await;
 
     // A new session id at every sign-in; a session this browser had before ends.
     if let Some(old) = req.cookie(SESSION_COOKIE) {
@@ -187,12 +188,6 @@ pub async fn submit(
         ))
         .cookie(removal(&req, LOGIN_CSRF_COOKIE))
         .finish())
-}
-
-#[derive(Deserialize)]
-pub struct CsrfForm {
-    #[serde(default)]
-    pub csrf: SecretString,
 }
 
 pub async fn logout(

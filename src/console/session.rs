@@ -8,6 +8,7 @@ use std::pin::Pin;
 use actix_web::cookie::{Cookie, SameSite, time::Duration};
 use actix_web::{FromRequest, HttpMessage, HttpRequest, dev::Payload, web};
 use secrecy::{ExposeSecret, SecretString};
+use serde::Deserialize;
 
 use super::error::ConsoleError;
 use super::page::{Chrome, ChromeUser};
@@ -119,4 +120,11 @@ pub fn cookie(
 /// A cookie that tells the browser to forget `name`.
 pub fn removal(req: &HttpRequest, name: &'static str) -> Cookie<'static> {
     cookie(req, name, String::new(), Duration::ZERO)
+}
+
+/// A form that carries nothing but the session's CSRF token (a button that acts).
+#[derive(Deserialize)]
+pub struct CsrfForm {
+    #[serde(default)]
+    pub csrf: SecretString,
 }

@@ -1,60 +1,22 @@
-//! Plan and apply a policy file (README "Policy files"): per policy create, update (with
-//! its field changes), unchanged, or delete (with prune, the policies of the file's
+//! Plan and apply a desired list of policies, a policy file's (README "Policy files"): per
+//! policy create, update (with its field changes), unchanged, or delete (with prune, the
+//! policies of its
 //! applications it does not list); applied all at once in one transaction, through the
 //! same steps as the single-policy calls (history, audit, Redis push after commit).
 
 use std::collections::{HashMap, HashSet};
 
-use serde::Serialize;
-
 use crate::auth::{Actor, Permission};
 use crate::domain::{FieldErrors, PolicySpec};
-use crate::policy_file::{ERRORS_SHOWN, FieldChange, PolicyFile, field_changes};
 use crate::store::{AppRecord, PolicyRecord, Tx};
 
+use super::desired::{Desired, ERRORS_SHOWN};
+use super::plan::{Plan, PlanAction, PlannedPolicy};
 use super::plan_id::{newest_seen, plan_id, same_plan, stale};
 use super::policies::{delete_policy, insert_policy, update_policy};
 use super::policy_checks::unknown_app_errors;
+use super::policy_diff::{FieldChange, field_changes};
 use super::{Control, ControlError, authorised_app};
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum PlanAction {
-    Create,
-    Update,
-    Unchanged,
-    Delete,
-}
-
-/// What a plan does to one policy.
-#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
-pub struct PlannedPolicy {
-    pub name: String,
-    pub app: String,
-    pub action: PlanAction,
-    /// The stored version the plan was made against; absent for a create.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub version: Option<i64>,
-    /// For an update: the fields it changes, as the file writes them.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub changes: Vec<FieldChange>,
-    /// Every setting the policy would have (empty for a delete), bound by the plan id:
-    /// a create shows no field changes, yet its settings are planned too.
-    #[serde(skip)]
-    pub settings: String,
-}
-
-/// The changes a file makes, and an id to apply exactly these.
-#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
-pub struct Plan {
-    /// A digest of the planned policies (their stored versions and every setting they
-    /// would have) and the time of the newest change it saw; given back to apply, a
-    /// different plan by then is a 409.
-    pub plan_id: String,
-    /// Whether the changes were made (false for a dry run).
-    pub applied: bool,
-    pub policies: Vec<PlannedPolicy>,
-}
 
 /// Why a file was not applied.
 #[derive(Debug, thiserror::Error)]
@@ -96,31 +58,31 @@ impl Step {
 }
 
 impl Control {
-    /// The plan of `file`, changing nothing.
+    /// The plan of `desired` (a policy file's), changing nothing.
     #[tracing::instrument(skip_all, fields(actor = %actor.name, prune))]
     pub async fn plan_file(
         &self,
         actor: &Actor,
-        file: &PolicyFile,
+        desired: &Desired,
         prune: bool,
     ) -> Result<Plan, ApplyError> {
         let mut tx = self.store.begin_read().await.map_err(ControlError::from)?;
-        let (plan, _) = planned(&mut tx, actor, file, prune, false).await?;
+        let (plan, _) = planned(&mut tx, actor, desired, prune, false).await?;
         tx.commit().await.map_err(ControlError::from)?;
         Ok(plan)
     }
 
-    /// Makes the plan of `file` in one transaction; with `plan_id`, only if the plan is
+    /// Makes the plan of `desired` in one transaction; with `plan_id`, only if the plan is
     /// still that one.
     #[tracing::instrument(skip_all, fields(actor = %actor.name, prune))]
     pub async fn apply_file(
         &self,
         actor: &Actor,
-        file: &PolicyFile,
+        desired: &Desired,
         prune: bool,
         plan_id: Option<&str>,
     ) -> Result<Plan, ApplyError> {
-        match self.apply_file_once(actor, file, prune, plan_id).await {
+        match self.apply_file_once(actor, desired, prune, plan_id).await {
             // The database aborted the transaction to break a deadlock with a simultaneous
             // one, or a simultaneous apply created a policy this one creates, so nothing
             // of it was saved. Once more from the start: the plan is made
@@ -129,7 +91,7 @@ impl Control {
             // caller's 409.
             Err(ApplyError::Control(ControlError::Aborted(cause))) => {
                 tracing::info!(error = format!("{cause:#}"), "apply aborted; once more");
-                self.apply_file_once(actor, file, prune, plan_id).await
+                self.apply_file_once(actor, desired, prune, plan_id).await
             }
             done => done,
         }
@@ -138,12 +100,12 @@ impl Control {
     async fn apply_file_once(
         &self,
         actor: &Actor,
-        file: &PolicyFile,
+        desired: &Desired,
         prune: bool,
         plan_id: Option<&str>,
     ) -> Result<Plan, ApplyError> {
         let mut tx = self.store.begin().await.map_err(ControlError::from)?;
-        let (mut plan, steps) = planned(&mut tx, actor, file, prune, true).await?;
+        let (mut plan, steps) = planned(&mut tx, actor, desired, prune, true).await?;
         if let Some(seen) = plan_id
             && !same_plan(seen, &plan.policies)
         {
@@ -198,14 +160,14 @@ impl Control {
 async fn planned(
     tx: &mut Tx,
     actor: &Actor,
-    file: &PolicyFile,
+    desired: &Desired,
     prune: bool,
     lock: bool,
 ) -> Result<(Plan, Vec<Step>), ApplyError> {
     // Read (and lock) the file's policies in name order, whatever order the file lists
     // them in: two applies that touch the same policies then queue on the first they
     // share, rather than each holding a row the other waits for (a deadlock).
-    let names: Vec<&str> = file.specs.iter().map(|s| s.name.as_str()).collect();
+    let names: Vec<&str> = desired.specs.iter().map(|s| s.name.as_str()).collect();
     let mut stored: HashMap<String, PolicyRecord> = tx
         .policies_by_names(&names, lock)
         .await
@@ -215,7 +177,7 @@ async fn planned(
         .collect();
     let currents: Vec<Option<PolicyRecord>> = names.iter().map(|n| stored.remove(*n)).collect();
     // The file's applications and those that own a policy it names.
-    let mut touched: Vec<String> = file.apps.clone();
+    let mut touched: Vec<String> = desired.apps.clone();
     touched.extend(
         currents
             .iter()
@@ -249,7 +211,7 @@ async fn planned(
         .into_iter()
         .map(|app| app.slug)
         .collect();
-    for (spec, current) in file.specs.iter().zip(&currents) {
+    for (spec, current) in desired.specs.iter().zip(&currents) {
         if let Some(current) = current
             && current.spec.owner_app != spec.owner_app
         {
@@ -271,7 +233,7 @@ async fn planned(
     }
     let mut entries = Vec::new();
     let mut steps = Vec::new();
-    for (spec, current) in file.specs.iter().zip(currents) {
+    for (spec, current) in desired.specs.iter().zip(currents) {
         let (entry, step) = match current {
             None => {
                 let app = apps.get(spec.owner_app.as_str()).cloned();
@@ -291,7 +253,7 @@ async fn planned(
                 Step::Keep(current),
             ),
             Some(current) => {
-                let changes = field_changes(&current.spec, spec);
+                let changes = field_changes(&current.spec, spec, desired.written);
                 let entry = entry(spec, PlanAction::Update, Some(current.version), changes);
                 (entry, Step::Update(current, spec.clone()))
             }
@@ -302,7 +264,7 @@ async fn planned(
     if prune {
         let listed: HashSet<&str> = names.iter().copied().collect();
         let mut unlisted = Vec::new();
-        for slug in &file.apps {
+        for slug in &desired.apps {
             let Some(app) = apps.get(slug) else { continue };
             let owned = tx
                 .list_policies(Some(&app.id))

@@ -5,9 +5,9 @@ use serde_json::json;
 
 use crate::auth::{Actor, Permission};
 use crate::domain::{AppSlug, CallerKey, FieldError, Scope};
-use crate::limiter::{BucketState, KeyedBucket};
 use crate::snapshot::PolicyEntry;
 use crate::store::{AuditEntry, PolicyRecord};
+use ratekeeper_limiter::{BucketState, KeyedBucket};
 
 use super::{Control, ControlError, ControlResult};
 
@@ -45,7 +45,7 @@ impl Control {
             .await?;
         tx.commit().await?;
         let unavailable =
-            |e: crate::limiter::LimiterError| ControlError::RedisUnavailable(e.into());
+            |e: ratekeeper_limiter::LimiterError| ControlError::RedisUnavailable(e.into());
         let Some(caller) = caller(&record, key)? else {
             return self
                 .limiter
@@ -109,6 +109,7 @@ impl Control {
         })
         .await?;
         tx.commit().await?;
+        self.sync.bucket_reset(&record.spec.name).await;
         Ok(())
     }
 }
@@ -125,12 +126,12 @@ pub struct TopCallers {
     pub minutes: i64,
     /// Most granted first: counts summed over every instance, each one a caller certainly
     /// reached (exact while a policy has few callers, never over-estimated).
-    pub granted: Vec<crate::limiter::CallerCount>,
+    pub granted: Vec<ratekeeper_limiter::CallerCount>,
     /// Most denied first.
-    pub denied: Vec<crate::limiter::CallerCount>,
+    pub denied: Vec<ratekeeper_limiter::CallerCount>,
     /// A shadow policy's callers the limit would have denied (they were granted), most
     /// first; empty for an enforced policy unless it was in shadow mode in these minutes.
-    pub shadow_denied: Vec<crate::limiter::CallerCount>,
+    pub shadow_denied: Vec<ratekeeper_limiter::CallerCount>,
 }
 
 impl Control {

@@ -111,6 +111,11 @@ pub struct PolicyInput {
     /// there rates are per second and durations in ms); `None` keeps the current ones.
     #[serde(skip)]
     pub units: Option<DisplayUnits>,
+    /// Fields its source could not read (a form's "ten" for a number), under this
+    /// input's field names: reported with the errors of the other fields, and nothing is
+    /// saved (not part of the JSON API, whose body either parses or is refused).
+    #[serde(skip)]
+    pub unreadable: FieldErrors,
 }
 
 /// A rollback: the version to restore, and the version the client last saw (a stale one

@@ -6,8 +6,8 @@ use serde::Serialize;
 use crate::acquire::unix_minute_now;
 use crate::auth::{Actor, Permission};
 use crate::domain::PolicyName;
-use crate::limiter::{BucketState, KeyedBucket, MinuteCounts, PolicyLive};
 use crate::snapshot::PolicyEntry;
+use ratekeeper_limiter::{BucketState, KeyedBucket, MinuteCounts, PolicyLive};
 
 use super::{Control, ControlError, ControlResult, PolicyView};
 
@@ -93,7 +93,7 @@ const TOP_LISTED: usize = 10;
 
 impl Control {
     /// Everything a policy's page shows from Redis, for a policy the caller has already
-    /// been allowed to see: one round trip (see `limiter::policy_live`). With `key` (a
+    /// been allowed to see: one round trip (see `ratekeeper_limiter::PolicyLive`). With `key` (a
     /// keyed policy's caller, checked as `policy_state` checks it: 422 naming `key`), its
     /// bucket is read in the same round trip and reported as the live `state`; a keyed
     /// policy has no state otherwise.

@@ -6,20 +6,23 @@
 mod accounts;
 mod app_lifecycle;
 mod apply;
-pub use apply::{ApplyError, Plan, PlanAction, PlannedPolicy};
+pub use apply::ApplyError;
 mod apps;
 mod audit;
 pub use audit::AuditPage;
 mod buckets;
+mod desired;
 mod flashes;
 mod inputs;
 mod keys;
 mod live;
 mod members;
 mod overrides;
+mod plan;
 mod plan_id;
 mod policies;
 mod policy_checks;
+mod policy_diff;
 mod policy_history;
 mod policy_spec;
 mod reveal;
@@ -29,6 +32,7 @@ mod views;
 
 pub use accounts::{NewSession, SESSION_LIFETIME_MS, UserFlags};
 pub use buckets::{TOP_MAX_MINUTES, TopCallers};
+pub use desired::{Desired, ERRORS_SHOWN};
 pub use inputs::{
     AppInput, KeyInput, MemberInput, OverrideInput, PolicyInput, RollbackInput, RotateInput,
     TokenInput, not_null,
@@ -36,6 +40,8 @@ pub use inputs::{
 pub use keys::DEFAULT_OLD_KEY_GRACE_MS;
 pub use live::{ACTIVITY_MINUTES, LivePolicy, TOP_SPANS};
 pub use members::Ownerless;
+pub use plan::{Plan, PlanAction, PlannedPolicy};
+pub use policy_diff::{FieldChange, WrittenFields, field_changes};
 pub use policy_history::{HISTORY_PAGE_SIZE, PolicyHistory};
 pub use policy_spec::new_policy;
 pub use reveal::{Reveal, Revealed};
@@ -46,9 +52,9 @@ pub use views::{
 
 use crate::auth::{Actor, Permission};
 use crate::domain::{AppSlug, FieldError, FieldErrors, MemberRole};
-use crate::limiter::Limiter;
 use crate::store::{AppRecord, Store, StoreError, Tx};
 use crate::sync::Syncer;
+use ratekeeper_limiter::Limiter;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ControlError {

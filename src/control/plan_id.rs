@@ -7,7 +7,7 @@
 
 use sha2::{Digest, Sha256};
 
-use super::apply::PlannedPolicy;
+use super::plan::PlannedPolicy;
 
 /// Hex digits of the digest.
 const DIGEST_DIGITS: usize = 32;

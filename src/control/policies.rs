@@ -33,10 +33,26 @@ impl Control {
         name: &str,
         input: PolicyInput,
     ) -> ControlResult<PolicyView> {
+        self.edit_policy(actor, name, |_| input).await
+    }
+
+    /// A change made from the policy as it is: in one transaction the policy is read
+    /// (and locked) once with its application's permission, `input_of` makes the change
+    /// from it (a form compares its amounts with the stored ones, in its units, and
+    /// carries the fields it could not read as `unreadable`), and the change is checked,
+    /// with every error at once, and saved.
+    #[tracing::instrument(skip_all, fields(actor = %actor.name, name = %name))]
+    pub async fn edit_policy(
+        &self,
+        actor: &Actor,
+        name: &str,
+        input_of: impl FnOnce(&PolicyView) -> PolicyInput,
+    ) -> ControlResult<PolicyView> {
         let mut tx = self.store.begin().await?;
         let current = self
             .readable_policy(&mut tx, actor, name, Permission::Edit)
             .await?;
+        let input = input_of(&PolicyView::from(&current));
         if let Some(seen) = input.version
             && seen != current.version
         {
@@ -121,36 +137,6 @@ impl Control {
             tx.commit().await?;
         }
         self.list_policies(actor, app).await
-    }
-
-    /// Every error of `input`, as a new policy (`editing` is `None`) or as a change to the
-    /// policy `editing`, without saving anything: for a form that found errors of its own
-    /// (a number it could not read), so that it shows them all at once with these.
-    #[tracing::instrument(level = "debug", skip_all, fields(actor = %actor.name))]
-    pub async fn policy_input_errors(
-        &self,
-        actor: &Actor,
-        editing: Option<&str>,
-        input: &PolicyInput,
-    ) -> ControlResult<crate::domain::FieldErrors> {
-        let mut tx = self.store.begin_read().await?;
-        let checked = match editing {
-            None => checked_new_policy(&mut tx, actor, input).await.map(|_| ()),
-            Some(name) => {
-                let current = self
-                    .readable_policy(&mut tx, actor, name, Permission::View)
-                    .await?;
-                checked_patch(&mut tx, input, &current.spec)
-                    .await
-                    .map(|_| ())
-            }
-        };
-        tx.commit().await?;
-        match checked {
-            Ok(()) => Ok(crate::domain::FieldErrors::default()),
-            Err(ControlError::Invalid(errors)) => Ok(errors),
-            Err(e) => Err(e),
-        }
     }
 
     /// The policy, if the actor may do `wanted` with it. For an edit its row stays

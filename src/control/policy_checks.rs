@@ -16,6 +16,15 @@ pub(super) async fn checked_new_policy(
     actor: &Actor,
     input: &PolicyInput,
 ) -> ControlResult<(PolicySpec, AppRecord)> {
+    let checked = checked_new_fields(tx, actor, input).await;
+    with_unreadable(input, checked)
+}
+
+async fn checked_new_fields(
+    tx: &mut Tx,
+    actor: &Actor,
+    input: &PolicyInput,
+) -> ControlResult<(PolicySpec, AppRecord)> {
     match new_policy(input) {
         Ok(spec) => {
             // The owner is a field of the body: an unknown one is invalid input, not a 404.
@@ -51,6 +60,15 @@ pub(super) async fn checked_new_policy(
 
 /// The current spec with the input's changes (the caller checked the actor may edit it).
 pub(super) async fn checked_patch(
+    tx: &mut Tx,
+    input: &PolicyInput,
+    current: &PolicySpec,
+) -> ControlResult<PolicySpec> {
+    let checked = checked_patch_fields(tx, input, current).await;
+    with_unreadable(input, checked)
+}
+
+async fn checked_patch_fields(
     tx: &mut Tx,
     input: &PolicyInput,
     current: &PolicySpec,
@@ -145,4 +163,28 @@ pub(super) fn unknown_app_errors(spec: &PolicySpec, unknown: impl Fn(&str) -> bo
         }
     }
     errors
+}
+
+/// The fields its source could not read come first, then the errors found on the other
+/// fields (a field left out because it was unreadable is not also "required"): every
+/// error at once, in one check, and nothing saved.
+fn with_unreadable<T>(input: &PolicyInput, checked: ControlResult<T>) -> ControlResult<T> {
+    if input.unreadable.is_empty() {
+        return checked;
+    }
+    let found = match checked {
+        Ok(_) => FieldErrors::default(),
+        Err(ControlError::Invalid(found)) => found,
+        Err(other) => return Err(other),
+    };
+    let top = |e: &FieldError| e.field.split(['[', '.']).next().unwrap_or("").to_owned();
+    let unreadable: Vec<String> = input.unreadable.0.iter().map(top).collect();
+    let mut all = input.unreadable.clone();
+    all.0.extend(
+        found
+            .0
+            .into_iter()
+            .filter(|e| !unreadable.contains(&top(e))),
+    );
+    Err(ControlError::Invalid(all))
 }

@@ -1,25 +1,12 @@
 //! Validated domain types. Input becomes one of these at the edge, so code inside never
-//! re-checks it.
+//! re-checks it. The types a decision needs live in the decision crate; the server adds
+//! roles and the checks of its own inputs.
 
-mod algorithm;
-mod field_error;
-mod names;
-mod policy;
 mod query_text;
 mod role;
-mod scope;
 mod serde_words;
-mod units;
 
-pub use algorithm::{Algorithm, MAX_MILLIS, Millis, Param};
-pub use field_error::{FieldError, FieldErrors};
-pub use names::{AppSlug, PolicyName, Username};
-pub use policy::{
-    FailureMode, MAX_CAPACITY, MAX_RATE, MIN_RATE, MaxPermits, Mode, Permits, PolicySpec, Rate,
-    check_description,
-};
 pub use query_text::non_utf8_field;
+pub use ratekeeper_limiter::domain::*;
 pub use role::{GlobalRole, MemberRole};
-pub use scope::{CallerKey, MAX_KEY_BYTES, MAX_OVERRIDES, Override, Scope};
 pub use serde_words::in_plain_words;
-pub use units::{DisplayUnits, DurationUnit, RateUnit};

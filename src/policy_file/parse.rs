@@ -1,16 +1,17 @@
 //! A policy file made into validated `PolicySpec`s, with the same checks as the API
 //! (`new_policy`), every error naming the document, the line and the field.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 
 use serde::Deserialize;
 
-use crate::control::{OverrideInput, PolicyInput, new_policy};
-use crate::domain::{DisplayUnits, PolicySpec, in_plain_words};
+use crate::control::{Desired, ERRORS_SHOWN};
+use crate::domain::{PolicySpec, in_plain_words};
 
 use super::caps::{self, Caps, Refusal};
-use super::format::{AppDocument, Documents, FileOverride, FilePolicy};
-use super::units::{parse_duration, parse_rate};
+use super::checks::checked;
+use super::format::Documents;
+use super::lines::Lines;
 
 /// One thing wrong with a file, and where.
 #[derive(Debug, Clone, PartialEq)]
@@ -55,8 +56,16 @@ pub struct PolicyFile {
     pub specs: Vec<PolicySpec>,
 }
 
-/// The most errors one answer about a file lists; the rest are counted.
-pub const ERRORS_SHOWN: usize = 100;
+impl PolicyFile {
+    /// What the file wants, for the control layer to plan and apply.
+    pub fn desired(self) -> Desired {
+        Desired {
+            apps: self.apps,
+            specs: self.specs,
+            written: super::plan::written_fields,
+        }
+    }
+}
 
 /// The policies a file describes (see [`parse_file`]).
 pub fn parse(text: &str) -> Result<Vec<PolicySpec>, FileErrors> {
@@ -249,181 +258,6 @@ fn without_location(message: &str) -> String {
         Some(at) => message[..at].to_owned(),
         None => message.to_owned(),
     }
-}
-
-/// The policy as a spec, or its errors as (field in the file, message).
-fn checked(app: &AppDocument, policy: &FilePolicy) -> Result<PolicySpec, Vec<(String, String)>> {
-    let mut errors = Vec::new();
-    let mut units = DisplayUnits::default();
-    let mut rate = None;
-    if let Some(amount) = &policy.rate {
-        match parse_rate(amount) {
-            Ok((r, unit)) => (rate, units.rate) = (Some(r), unit),
-            Err(m) => errors.push(("rate".to_owned(), m)),
-        }
-    }
-    let mut duration = |field: &str, amount: &Option<_>, unit: &mut Option<_>| {
-        let (ms, u) = match amount.as_ref().map(parse_duration)? {
-            Ok(read) => read,
-            Err(m) => {
-                errors.push((field.to_owned(), m));
-                return None;
-            }
-        };
-        *unit = u;
-        Some(ms)
-    };
-    let window_ms = duration("window", &policy.window, &mut units.window);
-    let lease_ttl_ms = duration("lease", &policy.lease, &mut units.lease_ttl);
-    let overrides = policy
-        .overrides
-        .iter()
-        .enumerate()
-        .map(|(i, o)| override_input(i, o, &mut errors))
-        .collect();
-    if !errors.is_empty() {
-        return Err(errors);
-    }
-    let input = PolicyInput {
-        name: Some(policy.name.clone()),
-        owner_app: Some(app.app.clone()),
-        algorithm: policy.algorithm.clone(),
-        rate,
-        max_permits: Some(policy.max_permits),
-        window_ms,
-        lease_ttl_ms,
-        allowed_apps: policy.allowed_apps.clone(),
-        failure_mode: policy.failure_mode.clone(),
-        enabled: policy.enabled,
-        mode: policy.mode.clone(),
-        description: policy.description.clone(),
-        scope: policy.scope.clone(),
-        overrides: Some(overrides),
-        version: None,
-        units: Some(units),
-    };
-    new_policy(&input).map_err(|found| {
-        found
-            .0
-            .into_iter()
-            .map(|e| (file_field(&e.field), e.message))
-            .collect()
-    })
-}
-
-fn override_input(i: usize, o: &FileOverride, errors: &mut Vec<(String, String)>) -> OverrideInput {
-    let field = |name: &str| format!("overrides[{i}].{name}");
-    let rate = read(errors, field("rate"), o.rate.as_ref().map(parse_rate));
-    let window_ms = read(
-        errors,
-        field("window"),
-        o.window.as_ref().map(parse_duration),
-    );
-    let lease_ttl_ms = read(errors, field("lease"), o.lease.as_ref().map(parse_duration));
-    OverrideInput {
-        matches: Some(o.matches.clone()),
-        max_permits: o.max_permits,
-        rate: rate.map(|(r, _)| r),
-        window_ms: window_ms.map(|(ms, _)| ms),
-        lease_ttl_ms: lease_ttl_ms.map(|(ms, _)| ms),
-    }
-}
-
-/// An amount read, if given; its error recorded under `field`.
-fn read<T>(
-    errors: &mut Vec<(String, String)>,
-    field: String,
-    amount: Option<Result<T, String>>,
-) -> Option<T> {
-    match amount? {
-        Ok(value) => Some(value),
-        Err(message) => {
-            errors.push((field, message));
-            None
-        }
-    }
-}
-
-/// The API's name of a field as the file names it.
-fn file_field(api_field: &str) -> String {
-    let field = api_field
-        .replace("window_ms", "window")
-        .replace("lease_ttl_ms", "lease");
-    if field == "owner_app" {
-        "app".into()
-    } else {
-        field
-    }
-}
-
-/// The file's lines, with where each policy name is set, found in one pass (a file of
-/// 100,000 policies is not searched once per policy).
-struct Lines<'a> {
-    lines: Vec<&'a str>,
-    /// The 1-based lines that set `name: <value>`, by value, in file order.
-    names: HashMap<&'a str, Vec<usize>>,
-    /// How many of each name's lines the policies read so far took.
-    taken: std::cell::RefCell<HashMap<&'a str, usize>>,
-}
-
-impl<'a> Lines<'a> {
-    fn of(text: &'a str) -> Self {
-        let lines: Vec<&str> = text.lines().collect();
-        let mut names: HashMap<&str, Vec<usize>> = HashMap::new();
-        for (i, line) in lines.iter().enumerate() {
-            if key_of(line) == Some("name")
-                && let Some(value) = value_of(line)
-            {
-                names.entry(value).or_default().push(i + 1);
-            }
-        }
-        Self {
-            lines,
-            names,
-            taken: Default::default(),
-        }
-    }
-
-    /// The line of the next policy named `name`, in file order.
-    fn of_name(&self, name: &str) -> Option<usize> {
-        let (&key, found) = self.names.get_key_value(name)?;
-        let mut taken = self.taken.borrow_mut();
-        let next = taken.entry(key).or_default();
-        let line = found.get(*next).or(found.last()).copied();
-        *next += 1;
-        line
-    }
-
-    /// The line at or after `from` (1-based) that sets `key`, before the next policy's name.
-    fn field(&self, from: usize, key: &str) -> Option<usize> {
-        self.lines
-            .get(from - 1..)?
-            .iter()
-            .enumerate()
-            .take_while(|(i, line)| *i == 0 || key_of(line) != Some("name"))
-            .find(|(_, line)| key_of(line) == Some(key))
-            .map(|(i, _)| from + i)
-    }
-}
-
-/// The key a YAML or JSON line sets: `  - name: x`, `"name": "x",`.
-fn key_of(line: &str) -> Option<&str> {
-    let line = line
-        .trim_start()
-        .trim_start_matches("- ")
-        .trim_start_matches('{');
-    let (key, _) = line.split_once(':')?;
-    Some(key.trim().trim_matches('"').trim_matches('\''))
-}
-
-fn value_of(line: &str) -> Option<&str> {
-    let (_, value) = line.split_once(':')?;
-    let value = value
-        .trim()
-        .trim_end_matches(',')
-        .trim_end_matches('}')
-        .trim();
-    Some(value.trim_matches('"').trim_matches('\''))
 }
 
 #[cfg(test)]

@@ -11,6 +11,7 @@ mod flashes;
 mod ids;
 mod memberships;
 mod policies;
+mod policy_rows;
 mod policy_versions;
 mod sessions;
 mod users;

@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::domain::{PolicySpec, Rate};
 
-use super::policies::{PolicyRow, apps_json, overrides_json};
+use super::policy_rows::{PolicyRow, apps_json, overrides_json};
 use super::{StoreError, StoreResult, Tx};
 use crate::store::PolicyRecord;
 

@@ -1,4 +1,4 @@
-//! Exactness across instances, with acquires batched (src/limiter/batch.rs): three
+//! Exactness across instances, with acquires batched (crates/limiter/src/decide/batch.rs): three
 //! instances on one database and one Redis, 64 clients hammering one token-bucket policy
 //! through all three over HTTP. Counted on Redis' own clock, from the bucket as it stood
 //! before the load to its last grant: the clients were granted what the bucket held plus

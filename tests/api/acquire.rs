@@ -502,6 +502,18 @@ async fn health_metrics_and_openapi_answer() {
         buckets.windows(2).all(|w| w[0].1 <= w[1].1),
         "cumulative buckets: {buckets:?}"
     );
+    // The batcher's own figures: the two acquires went one after the other, each alone in
+    // its call (size 1), timed, and nothing waits now.
+    assert_eq!(
+        value(&samples, "ratekeeper_batch_size_count", &[]),
+        Some(2.0)
+    );
+    assert_eq!(value(&samples, "ratekeeper_batch_size_sum", &[]), Some(2.0));
+    assert_eq!(
+        value(&samples, "ratekeeper_batch_call_seconds_count", &[]),
+        Some(2.0)
+    );
+    assert_eq!(value(&samples, "ratekeeper_batch_queued", &[]), Some(0.0));
     // The interval is a minute and no other instance announces a change: the task has made
     // exactly its first pass, timed beside the pass made before serving.
     assert_eq!(

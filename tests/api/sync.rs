@@ -173,7 +173,7 @@ async fn two_instances_side_by_side_do_not_fight() {
     // A change made through the first instance...
     patch(&app, "shared", json!({"max_permits": 20})).await;
     // ...is not undone by the other instance's older view pushed late.
-    let stale = ratekeeper::limiter::PolicyConfig {
+    let stale = ratekeeper_limiter::PolicyConfig {
         name: ratekeeper::domain::PolicyName::parse("shared").unwrap(),
         created_ms: app
             .redis_field(&app.policy_key("shared"), "created_ms")

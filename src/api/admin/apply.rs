@@ -71,7 +71,8 @@ pub async fn apply(
             tracing::error!(error = format!("{e:#}"), "reading a policy file failed");
             Problem::internal()
         })?
-        .map_err(file_problem)?;
+        .map_err(file_problem)?
+        .desired();
     let plan = if query.dry_run {
         state.control.plan_file(&actor, &file, query.prune).await
     } else {

@@ -3,7 +3,7 @@ use serde::Deserialize;
 
 use crate::api::auth::AdminActor;
 use crate::control::{PolicyInput, PolicyVersionView, PolicyView, RollbackInput, TopCallers};
-use crate::limiter::BucketState;
+use ratekeeper_limiter::BucketState;
 
 use crate::api::json::ValidJson;
 use crate::api::problem::Problem;

@@ -3,20 +3,19 @@
 //! the application's page through a one-time flash (post-redirect-get): reloading the
 //! page neither makes another key nor shows this one again.
 
-use actix_web::http::header::{CACHE_CONTROL, CacheControl, CacheDirective, HeaderValue};
 use actix_web::{HttpResponse, web};
 use secrecy::SecretString;
 use serde::Deserialize;
 
 use super::page;
+use super::page_parts::key_page;
 use crate::console::error::ConsoleError;
 use crate::console::forms::{FormErrors, utc_date_time};
-use crate::console::login::CsrfForm;
-use crate::console::see_other;
+use crate::console::respond::see_other;
+use crate::console::session::CsrfForm;
 use crate::console::session::SignedIn;
 use crate::control::{
-    ControlError, CreatedKey, DEFAULT_OLD_KEY_GRACE_MS, KeyInput, Reveal, Revealed, RotateInput,
-    rfc3339,
+    ControlError, DEFAULT_OLD_KEY_GRACE_MS, KeyInput, Reveal, RotateInput, rfc3339,
 };
 use crate::state::AppState;
 use crate::store::now_ms;
@@ -39,11 +38,6 @@ pub struct RotateForm {
     pub old_key_valid_for: String,
     #[serde(default)]
     pub csrf: SecretString,
-}
-
-/// The page a new key of `slug` is shown on.
-fn key_page(slug: &str) -> String {
-    format!("/apps/{slug}")
 }
 
 /// `POST /apps/{slug}/keys`: 303 to the application's page, which shows the key once.
@@ -134,60 +128,4 @@ pub async fn revoke(
         .revoke_key(&signed_in.actor, &slug, &id)
         .await?;
     Ok(see_other(&format!("/apps/{slug}?done=key-revoked#keys")))
-}
-
-/// The keys this session made for `slug` and has not seen yet (each shown once).
-pub async fn revealed_keys(
-    state: &AppState,
-    signed_in: &SignedIn,
-    slug: &str,
-) -> Result<Vec<CreatedKey>, ConsoleError> {
-    let revealed = state
-        .control
-        .take_revealed(&signed_in.token, &key_page(slug))
-        .await?;
-    Ok(revealed
-        .into_iter()
-        .filter_map(|r| match r {
-            Revealed::ApiKey {
-                id,
-                label,
-                key,
-                expires_at,
-            } => Some(CreatedKey {
-                id,
-                label,
-                key,
-                expires_at,
-            }),
-            Revealed::AccessToken { .. } => None,
-        })
-        .collect())
-}
-
-/// A page showing a secret: no cache may keep it.
-pub fn no_store(response: &mut HttpResponse) {
-    let value = CacheControl(vec![CacheDirective::NoStore]).to_string();
-    if let Ok(value) = HeaderValue::from_str(&value) {
-        response.headers_mut().insert(CACHE_CONTROL, value);
-    }
-}
-
-/// The key's expiry for the table: "expires …", "expired …", or nothing.
-pub fn expiry_text(expires_at: Option<&str>, now_ms: i64) -> String {
-    let Some(at) = expires_at else {
-        return String::new();
-    };
-    let shown = crate::console::format::short_time(at);
-    if has_expired(Some(at), now_ms) {
-        format!("expired {shown}")
-    } else {
-        format!("expires {shown}")
-    }
-}
-
-pub fn has_expired(expires_at: Option<&str>, now_ms: i64) -> bool {
-    expires_at
-        .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
-        .is_some_and(|t| t.timestamp_millis() <= now_ms)
 }

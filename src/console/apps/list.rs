@@ -9,8 +9,8 @@ use serde::Deserialize;
 use crate::console::error::ConsoleError;
 use crate::console::forms::FormErrors;
 use crate::console::page::{Chrome, Notice};
+use crate::console::respond::{render, render_status, see_other};
 use crate::console::session::SignedIn;
-use crate::console::{render, render_status, see_other};
 use crate::control::{AppInput, AppView, ControlError};
 use crate::state::AppState;
 

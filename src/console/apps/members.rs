@@ -13,8 +13,8 @@ use super::page::{self, MemberDraft};
 use crate::console::error::ConsoleError;
 use crate::console::forms::FormErrors;
 use crate::console::page::Chrome;
+use crate::console::respond::{render_status, see_other};
 use crate::console::session::SignedIn;
-use crate::console::{render_status, see_other};
 use crate::control::{ControlError, MemberInput, Ownerless};
 use crate::state::AppState;
 

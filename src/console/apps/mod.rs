@@ -5,5 +5,6 @@ pub mod keys;
 pub mod list;
 pub mod members;
 pub mod page;
+mod page_parts;
 pub mod policy_table;
 pub mod settings;

@@ -11,8 +11,8 @@ use crate::console::error::ConsoleError;
 use crate::console::format::{ago, short_time};
 use crate::console::forms::FormErrors;
 use crate::console::page::{Chrome, Notice};
+use crate::console::respond::{render, render_status};
 use crate::console::session::SignedIn;
-use crate::console::{render, render_status};
 use crate::control::{AppDetail, CreatedKey, PolicyView};
 
 use super::policy_table::{PolicyRow, TableQuery, TableView, changed};
@@ -89,7 +89,7 @@ pub struct AppPage {
     pub key_label: String,
     pub key_expires_at: String,
     pub key_errors: FormErrors,
-    pub settings: super::settings::SettingsDraft,
+    pub settings: super::page_parts::SettingsDraft,
     pub settings_errors: FormErrors,
 }
 
@@ -133,11 +133,11 @@ impl AppPage {
                         ago(t.timestamp_millis(), now).to_string()
                     }),
                 revoked: k.revoked_at.as_deref().map(short_time),
-                expiry: super::keys::expiry_text(k.expires_at.as_deref(), now),
-                expired: super::keys::has_expired(k.expires_at.as_deref(), now),
+                expiry: super::page_parts::expiry_text(k.expires_at.as_deref(), now),
+                expired: super::page_parts::has_expired(k.expires_at.as_deref(), now),
             })
             .collect();
-        let settings = super::settings::SettingsDraft::of(&app.app);
+        let settings = super::page_parts::SettingsDraft::of(&app.app);
         Ok(Self {
             chrome: signed_in.chrome("apps"),
             can_edit: app.may_edit,
@@ -221,10 +221,10 @@ pub async fn show(
     let table = TableView::parse(&query.table)?;
     let mut page = AppPage::load_table(&state, &signed_in, &slug, table).await?;
     page.chrome = page.chrome.with_notice(&query.notice);
-    page.new_keys = super::keys::revealed_keys(&state, &signed_in, &slug).await?;
+    page.new_keys = super::page_parts::revealed_keys(&state, &signed_in, &slug).await?;
     let mut response = render(&page)?;
     if !page.new_keys.is_empty() {
-        super::keys::no_store(&mut response);
+        crate::console::respond::no_store(&mut response);
     }
     Ok(response)
 }

@@ -12,7 +12,7 @@ use crate::console::error::ConsoleError;
 use crate::console::format::{friendly_name, number, policy_href, readable_limit};
 use crate::control::{LivePolicy, PolicyView};
 use crate::domain::Scope;
-use crate::limiter::MinuteCounts;
+use ratekeeper_limiter::MinuteCounts;
 
 /// Rows per page.
 pub const PAGE_SIZE: usize = 50;

@@ -9,35 +9,15 @@ use secrecy::SecretString;
 use serde::Deserialize;
 
 use super::page;
+use super::page_parts::SettingsDraft;
 use crate::console::error::ConsoleError;
 use crate::console::forms::FormErrors;
-use crate::console::login::CsrfForm;
 use crate::console::page::Chrome;
+use crate::console::respond::{render, render_status, see_other};
+use crate::console::session::CsrfForm;
 use crate::console::session::SignedIn;
-use crate::console::{render, render_status, see_other};
 use crate::control::{AppInput, AppView, ControlError};
 use crate::state::AppState;
-
-/// What the settings form shows: the application's values, or what was typed.
-#[derive(Debug, Default, Deserialize)]
-pub struct SettingsDraft {
-    #[serde(default)]
-    pub slug: String,
-    #[serde(default)]
-    pub name: String,
-    #[serde(default)]
-    pub description: String,
-}
-
-impl SettingsDraft {
-    pub fn of(app: &AppView) -> Self {
-        Self {
-            slug: app.slug.clone(),
-            name: app.name.clone(),
-            description: app.description.clone(),
-        }
-    }
-}
 
 #[derive(Debug, Deserialize)]
 pub struct SettingsForm {

@@ -12,7 +12,7 @@ use askama::Template;
 use super::csv;
 use super::error::ConsoleError;
 use super::page::Chrome;
-use super::render;
+use super::respond::render;
 use super::session::SignedIn;
 use crate::control::ControlError;
 use crate::state::AppState;

@@ -5,10 +5,10 @@ use askama::Template;
 
 use crate::console::error::ConsoleError;
 use crate::console::format::readable_limit;
-use crate::console::login::CsrfForm;
 use crate::console::page::Chrome;
+use crate::console::respond::{render, see_other};
+use crate::console::session::CsrfForm;
 use crate::console::session::SignedIn;
-use crate::console::{render, see_other};
 use crate::control::PolicyView;
 use crate::state::AppState;
 

@@ -146,13 +146,13 @@ impl PolicyForm {
     /// does not use; `control` refuses any that is sent anyway, naming it). On an edit,
     /// the rate is only sent when it really changed: the form shows it rounded to its
     /// unit, and re-sending that would nudge the stored value.
-    pub fn to_input(&self, current: Option<&PolicyView>) -> (PolicyInput, FieldErrors) {
+    pub fn to_input(&self, current: Option<&PolicyView>) -> PolicyInput {
         let mut errors = FieldErrors::default();
         let rate = amounts::rate(&mut errors, &self.rate, &self.rate_unit);
-        let window = amounts::duration(&mut errors, "window", &self.window, &self.window_unit);
+        let window = amounts::duration(&mut errors, "window_ms", &self.window, &self.window_unit);
         let lease_ttl = amounts::duration(
             &mut errors,
-            "lease_ttl",
+            "lease_ttl_ms",
             &self.lease_ttl,
             &self.lease_ttl_unit,
         );
@@ -190,7 +190,7 @@ impl PolicyForm {
                 None
             }
         };
-        let input = PolicyInput {
+        PolicyInput {
             name: current.is_none().then(|| self.name.trim().to_owned()),
             owner_app: None,
             algorithm: Some(self.algorithm.clone()),
@@ -209,25 +209,10 @@ impl PolicyForm {
             overrides,
             version,
             units: Some(units),
-        };
-        (input, errors)
-    }
-
-    /// The form's own errors and `control`'s, each next to its field: `control`'s
-    /// about a field the form could not read are dropped (it was left out, so `control`
-    /// only says it is missing).
-    pub fn all_errors(&self, own: FieldErrors, theirs: FieldErrors) -> FieldErrors {
-        let theirs = self.in_form_terms(theirs);
-        let field = |e: &FieldError| e.field.split('[').next().unwrap_or("").to_owned();
-        let own_fields: Vec<String> = own.0.iter().map(field).collect();
-        let mut all = own;
-        all.0.extend(
-            theirs
-                .0
-                .into_iter()
-                .filter(|e| !own_fields.contains(&field(e))),
-        );
-        all
+            // What the form could not read goes to `control` with the rest, which reports
+            // it with the other fields' errors (under its own names: `window_ms`).
+            unreadable: errors,
+        }
     }
 
     /// `control`'s errors under the names of the form's fields, overrides by line.

@@ -16,8 +16,8 @@ use crate::console::diff::{Change, changes};
 use crate::console::error::ConsoleError;
 use crate::console::format::short_time;
 use crate::console::page::{Chrome, Notice};
+use crate::console::respond::{render_status, see_other};
 use crate::console::session::SignedIn;
-use crate::console::{render_status, see_other};
 use crate::control::{ControlError, PolicyHistory, PolicyVersionView, PolicyView, RollbackInput};
 use crate::state::AppState;
 

@@ -11,9 +11,9 @@ use crate::console::format::{friendly_name, readable_limit};
 use crate::console::forms::FormErrors;
 use crate::console::html_form::HtmlForm;
 use crate::console::page::Chrome;
+use crate::console::respond::{render, render_status, see_other};
 use crate::console::session::SignedIn;
-use crate::console::{render, render_status, see_other};
-use crate::control::{AppDetail, AppView, ControlError, PolicyInput, PolicyView};
+use crate::control::{AppDetail, AppView, ControlError, PolicyView};
 use crate::domain::{Algorithm, DurationUnit, FieldErrors, RateUnit};
 use crate::state::AppState;
 
@@ -232,34 +232,6 @@ async fn form_page(
     })
 }
 
-/// Saves the form's input with `save` when the form could read every field; else asks
-/// `control` what else is wrong, so that every error is shown at once.
-async fn checked_save<F, Fut>(
-    state: &AppState,
-    signed_in: &SignedIn,
-    form: &PolicyForm,
-    editing: Option<&str>,
-    input: PolicyInput,
-    own_errors: FieldErrors,
-    save: F,
-) -> Result<PolicyView, ControlError>
-where
-    F: FnOnce(PolicyInput) -> Fut,
-    Fut: std::future::Future<Output = Result<PolicyView, ControlError>>,
-{
-    if own_errors.is_empty() {
-        return save(input).await.map_err(|e| match e {
-            ControlError::Invalid(errors) => ControlError::Invalid(form.in_form_terms(errors)),
-            other => other,
-        });
-    }
-    let theirs = state
-        .control
-        .policy_input_errors(&signed_in.actor, editing, &input)
-        .await?;
-    Err(ControlError::Invalid(form.all_errors(own_errors, theirs)))
-}
-
 pub async fn new(
     state: web::Data<AppState>,
     signed_in: SignedIn,
@@ -279,21 +251,12 @@ pub async fn create(
     signed_in.check_csrf(&form.csrf)?;
     let app = editable_app(&state, &signed_in, &slug).await?;
     let form = form.into_inner();
-    let (mut input, own_errors) = form.to_input(None);
+    let mut input = form.to_input(None);
     input.owner_app = Some(app.app.slug.clone());
-    let saved = checked_save(
-        &state,
-        &signed_in,
-        &form,
-        None,
-        input,
-        own_errors,
-        |input| state.control.create_policy(&signed_in.actor, input),
-    )
-    .await;
+    let saved = state.control.create_policy(&signed_in.actor, input).await;
     let errors = match saved {
         Ok(_) => return Ok(see_other(&format!("/apps/{slug}?done=policy-created"))),
-        Err(ControlError::Invalid(errors)) => FormErrors::from_fields(&errors),
+        Err(ControlError::Invalid(errors)) => FormErrors::from_fields(&form.in_form_terms(errors)),
         Err(ControlError::Conflict(message)) => {
             let mut errors = FieldErrors::default();
             errors.push("name", message);
@@ -330,21 +293,16 @@ pub async fn update(
     form: HtmlForm<PolicyForm>,
 ) -> Result<HttpResponse, ConsoleError> {
     signed_in.check_csrf(&form.csrf)?;
-    let (current, app) = editable_policy(&state, &signed_in, &name).await?;
     let mut form = form.into_inner();
-    // The name's input is read-only and not sent: shown again after any error.
-    form.name = current.name.clone();
-    let (input, own_errors) = form.to_input(Some(&current));
-    let saved = checked_save(
-        &state,
-        &signed_in,
-        &form,
-        Some(&name),
-        input,
-        own_errors,
-        |input| state.control.update_policy(&signed_in.actor, &name, input),
-    )
-    .await;
+    // One transaction: the policy read once, the change made from it and saved.
+    let saved = state
+        .control
+        .edit_policy(&signed_in.actor, &name, |current| {
+            // The name's input is read-only and not sent: shown again after any error.
+            form.name = current.name.clone();
+            form.to_input(Some(current))
+        })
+        .await;
     let (errors, status) = match saved {
         Ok(saved) => {
             return Ok(see_other(&format!(
@@ -353,7 +311,7 @@ pub async fn update(
             )));
         }
         Err(ControlError::Invalid(errors)) => (
-            FormErrors::from_fields(&errors),
+            FormErrors::from_fields(&form.in_form_terms(errors)),
             StatusCode::UNPROCESSABLE_ENTITY,
         ),
         Err(ControlError::VersionConflict { .. }) => {
@@ -367,6 +325,8 @@ pub async fn update(
         }
         Err(e) => return Err(e.into()),
     };
+    // Not saved: the form again, on its application's page.
+    let (current, app) = editable_policy(&state, &signed_in, &name).await?;
     let page = form_page(&state, &signed_in, app, Some(current.name), form, errors).await?;
     render_status(&page, status)
 }

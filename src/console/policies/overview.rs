@@ -15,12 +15,12 @@ use crate::console::chart::UsageChart;
 use crate::console::error::ConsoleError;
 use crate::console::format::{number, readable_limit, readable_rate, readable_window, url_encode};
 use crate::console::page::{Chrome, Notice};
+use crate::console::respond::{render_status, see_other};
 use crate::console::session::SignedIn;
-use crate::console::{render_status, see_other};
 use crate::control::{ControlError, OverrideView, PolicyView, TOP_SPANS, TopCallers};
 use crate::domain::{Mode, Scope, non_utf8_field};
-use crate::limiter::CallerCount;
 use crate::state::AppState;
+use ratekeeper_limiter::CallerCount;
 
 use super::history::HistoryPartial;
 use super::overrides_text;
@@ -247,7 +247,7 @@ pub async fn reset(
 fn bucket_row(
     policy: &PolicyView,
     caller: Option<&str>,
-    s: &crate::limiter::BucketState,
+    s: &ratekeeper_limiter::BucketState,
 ) -> BucketRow {
     BucketRow {
         caller: caller.map(str::to_owned),

@@ -16,8 +16,8 @@ use serde::Deserialize;
 use super::plan_view::{Applied, PlanView};
 use crate::console::error::ConsoleError;
 use crate::console::page::Chrome;
+use crate::console::respond::{render_status, see_other};
 use crate::console::session::SignedIn;
-use crate::console::{render_status, see_other};
 use crate::control::{ApplyError, ControlError};
 use crate::policy_file::{self, Caps, PolicyFile};
 use crate::state::AppState;
@@ -137,7 +137,7 @@ pub async fn plan(
 ) -> Result<HttpResponse, ConsoleError> {
     let (mut page, file) = received(&state, &signed_in, &form).await?;
     let file = match file {
-        Ok(file) => file,
+        Ok(file) => file.desired(),
         Err(refusal) => return page.refused(refusal),
     };
     match state
@@ -169,7 +169,7 @@ pub async fn apply(
         ));
     }
     let file = match file {
-        Ok(file) => file,
+        Ok(file) => file.desired(),
         Err(refusal) => return page.refused(refusal),
     };
     let actor = &signed_in.actor;

@@ -9,8 +9,8 @@ use serde_json::Value;
 
 use crate::console::diff::Change;
 use crate::console::format::policy_href;
+use crate::control::FieldChange;
 use crate::control::{Plan, PlanAction, PlannedPolicy};
-use crate::policy_file::FieldChange;
 
 /// One policy of the plan.
 pub struct PlanRow {

@@ -3,8 +3,8 @@
 use std::time::Duration;
 
 use ratekeeper::domain::{Algorithm, AppSlug, MaxPermits, Millis, PolicyName};
-use ratekeeper::limiter::{LeaseId, PolicyConfig, ReleaseOutcome};
 use ratekeeper::startup::Core;
+use ratekeeper_limiter::{LeaseId, PolicyConfig, ReleaseOutcome};
 use reqwest::{Response, StatusCode};
 use serde_json::{Value, json};
 
@@ -286,7 +286,7 @@ async fn a_disabled_concurrency_policy_grants_without_leases() {
 /// Another instance turns token bucket `name` into a concurrency limit of one lease at a
 /// time, in SQL and in Redis, as its `policy_saved` does; its change notice is lost (the
 /// subscriber was reconnecting), so this server learns of it only at its next reconcile
-/// pass, up to one sync interval later (src/limiter/changes.rs: "a lost message costs at most one sync
+/// pass, up to one sync interval later (crates/limiter/src/sync_writes/changes.rs: "a lost message costs at most one sync
 /// interval, never correctness"). Returns the other instance.
 async fn made_concurrency_elsewhere_unannounced(app: &TestApp, name: &str) -> Core {
     let other = app.core().await;

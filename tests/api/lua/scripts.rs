@@ -4,7 +4,7 @@
 use redis::Script;
 
 // The very scripts the server loads (the gated ones with their shared checks ahead).
-pub(crate) use ratekeeper::limiter::scripts::{
+pub(crate) use ratekeeper_limiter::scripts::{
     CONCURRENCY_ACQUIRE, CONCURRENCY_RELEASE, DELETE_IF_STALE, FIXED_WINDOW, GCRA, SLIDING_LOG,
     SLIDING_WINDOW, SYNC_POLICY, TOKEN_BUCKET,
 };

@@ -8,11 +8,11 @@ use crate::helpers::{PrivateRedis, random_suffix, redis_url};
 
 // The scripts as the server loads them (with the algorithm numbers ahead of them).
 fn bucket() -> Script {
-    Script::new(ratekeeper::limiter::scripts::TOKEN_BUCKET.source())
+    Script::new(ratekeeper_limiter::scripts::TOKEN_BUCKET.source())
 }
 
 fn sync_script() -> Script {
-    Script::new(ratekeeper::limiter::scripts::SYNC_POLICY.source())
+    Script::new(ratekeeper_limiter::scripts::SYNC_POLICY.source())
 }
 
 struct Bucket {

@@ -197,8 +197,7 @@ async fn a_keyed_policys_hash_is_never_decided_as_one_global_bucket() {
     // A server that does not know the policy yet tries Redis' global script: it answers
     // "no such policy" for a keyed hash, rather than deciding on one shared bucket.
     let core = app.core().await;
-    let outcome = core
-        .limiter
+    let outcome = ratekeeper_limiter::Batcher::new(core.limiter.clone())
         .acquire(
             &ratekeeper::domain::PolicyName::parse("orders").unwrap(),
             ratekeeper::domain::Algorithm::TokenBucket,
@@ -207,7 +206,7 @@ async fn a_keyed_policys_hash_is_never_decided_as_one_global_bucket() {
         )
         .await
         .unwrap();
-    assert_eq!(outcome, ratekeeper::limiter::AcquireOutcome::NoSuchPolicy);
+    assert_eq!(outcome, ratekeeper_limiter::AcquireOutcome::NoSuchPolicy);
     let state = app
         .get("/api/v1/policies/orders/state", &app.admin_token)
         .await;

@@ -1,6 +1,8 @@
 //! Support tools for a keyed policy: one caller's bucket looked up (anyone who may see the
 //! policy) and reset to full (owners and admins, audited).
 
+use std::time::Duration;
+
 use super::*;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -194,5 +196,70 @@ async fn a_per_app_bucket_is_named_by_the_app() {
     assert_eq!(
         acquire_for(&app, &shop, "search", 3, None).await.status(),
         StatusCode::OK
+    );
+}
+
+/// A reset ends the denials every instance remembers of the policy: the caller is granted
+/// at once, not refused until the retry time of its last denial (1,000 s here), on the
+/// instance that reset the bucket and on another one that only hears of it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reset_bucket_is_granted_at_once_on_every_instance() {
+    let database = fresh_database(Db::Postgres).await;
+    let prefix = format!("rkreset-{}", random_suffix());
+    let first = spawn_app_with(settings(&database, &redis_url(), &prefix)).await;
+    let second = spawn_app_with(settings(&database, &redis_url(), &prefix)).await;
+    first.create_app("shop").await;
+    let key = first.create_key("shop").await;
+    first
+        .create_policy(
+            json!({"name": "orders", "owner_app": "shop", "scope": "per_key",
+                              "rate": 0.001, "max_permits": 1}),
+        )
+        .await;
+    let learned = eventually(Duration::from_secs(10), || async {
+        acquire_for(&second, &key, "orders", 1, Some("ann"))
+            .await
+            .status()
+            == StatusCode::OK
+    })
+    .await;
+    assert!(learned, "the second instance learned of the key and policy");
+    let reset = || async {
+        let path = "/api/v1/policies/orders/state?key=ann";
+        let r = first.send("DELETE", path, &first.admin_token, None).await;
+        expect_status(r, StatusCode::NO_CONTENT).await;
+    };
+    // Both instances deny ann now, and remember it.
+    for app in [&first, &second] {
+        for _ in 0..2 {
+            assert_eq!(
+                acquire_for(app, &key, "orders", 1, Some("ann"))
+                    .await
+                    .status(),
+                StatusCode::TOO_MANY_REQUESTS
+            );
+        }
+    }
+
+    reset().await;
+    assert_eq!(
+        acquire_for(&first, &key, "orders", 1, Some("ann"))
+            .await
+            .status(),
+        StatusCode::OK,
+        "the instance that reset the bucket grants at once"
+    );
+    // That grant took the one permit: reset again, for the second instance to find it.
+    reset().await;
+    let granted = eventually(Duration::from_secs(10), || async {
+        acquire_for(&second, &key, "orders", 1, Some("ann"))
+            .await
+            .status()
+            == StatusCode::OK
+    })
+    .await;
+    assert!(
+        granted,
+        "the second instance hears of the reset and asks Redis again"
     );
 }

@@ -28,7 +28,7 @@ mod permits;
 
 /// policy_state.lua as the server loads it (with the algorithm numbers ahead of it).
 static POLICY_STATE_SRC: LazyLock<&str> =
-    LazyLock::new(|| ratekeeper::limiter::scripts::POLICY_STATE.source());
+    LazyLock::new(|| ratekeeper_limiter::scripts::POLICY_STATE.source());
 static POLICY_STATE: LazyLock<Script> = LazyLock::new(|| Script::new(&POLICY_STATE_SRC));
 const GRANTED: i64 = 1;
 const DENIED: i64 = -1;

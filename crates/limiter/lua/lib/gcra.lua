@@ -1,0 +1,97 @@
+-- GCRA's decision, shared by the global script (tat in the policy's hash), the keyed one
+-- (tat in a bucket key of its own) and the batch script: the decision, and one acquire of
+-- each kind around it. Loaded ahead of them (after lib/acquire_gate.lua); it only defines
+-- functions.
+--
+-- With the emission interval T = 1000 / rate ms and the burst tolerance
+-- tau = (max_permits - 1) * T, a request of n permits is granted when
+--   new_tat - now <= tau + T, where new_tat = max(tat, now) + n * T
+-- (for n = 1: tat - now <= tau, the standard test), and then tat = new_tat. A fresh or
+-- long idle bucket allows max_permits at once, like a full token bucket.
+--
+-- gcra_decide(tat, max_permits, rate, now, permits, enabled)
+--   tat  the stored theoretical arrival time in ms (fractional), nil for none
+-- Returns {code, remaining, retry_after_ms, reset_after_ms} (code 1 granted, -1 denied,
+-- 2 unenforced) and the new tat to store, or nil when nothing is to be written.
+local function gcra_decide(tat, max_permits, rate, now, permits, enabled)
+  local T = 1000 / rate
+  local limit = max_permits * T -- tau + T
+  -- A tat in the past is a full burst: count from now. A tat in the future (a clock that
+  -- went back, or permits taken) is kept as it is.
+  if not tat or tat < now then
+    tat = now
+  end
+  -- A hair of tolerance so that float rounding never denies a permit that is due.
+  local EPSILON = 1e-9
+
+  -- Times in replies are capped at 10^15 ms (some 31,700 years): a slow rate with a large
+  -- capacity could otherwise yield more ms than an integer reply holds.
+  local function ceil_ms(ms)
+    if ms <= 0 then
+      return 0
+    end
+    return math.min(math.ceil(ms), 1e15)
+  end
+
+  local function remaining_at(backlog)
+    local r = math.floor((limit - backlog) / T + EPSILON)
+    if r < 0 then
+      return 0
+    end
+    if r > max_permits then
+      return max_permits
+    end
+    return r
+  end
+
+  -- Compared as durations from now, not as absolute times: at the largest capacities with
+  -- the slowest rates, now + permits * T is so large that adding now loses more than the
+  -- tolerance, and a full burst would be refused.
+  local backlog = tat - now
+  if not enabled then
+    return {REPLY.UNENFORCED, remaining_at(backlog), 0, ceil_ms(backlog)}, nil
+  end
+  local needed = backlog + permits * T
+  if needed <= limit + EPSILON * T then
+    return {REPLY.GRANTED, remaining_at(needed), 0, ceil_ms(needed)}, tat + permits * T
+  end
+  -- Denied: nothing is written (the tat is a function of the grants only).
+  return {REPLY.DENIED, remaining_at(backlog), ceil_ms(needed - limit), ceil_ms(backlog)}, nil
+end
+
+
+-- One acquire of a global policy (gcra.lua documents its keys and replies):
+-- gcra_global(key, _, permits, app, _, now_us).
+local function gcra_global(key, _, permits, app, _, now_us)
+  local refused, policy = acquire_gate(key, 'gcra', 'rate', {'tat'}, permits, app)
+  if refused then
+    return refused
+  end
+  local reply, tat = gcra_decide(tonumber(policy.extra[1]), policy.max_permits, policy.param,
+    now_us / 1000, permits, policy.enabled)
+  if tat then
+    -- %.17g keeps every bit of a double; Redis' own conversion would round to 14 digits.
+    redis.call('HSET', key, 'tat', string.format('%.17g', tat))
+  end
+  return decided(reply, policy)
+end
+
+-- One acquire on a caller's bucket of a keyed policy (lib/keyed.lua calls it). State: a
+-- string of one little-endian double, the tat, expiring when it is reached.
+local function gcra_keyed(bucket, permits, max_permits, rate, enabled, _, now_us)
+  local raw = redis.call('GET', bucket)
+  local tat
+  if raw and #raw == 8 then
+    tat = struct.unpack('<d', raw)
+  end
+  local reply, new_tat = gcra_decide(tat, max_permits, rate, now_us / 1000, permits, enabled)
+  if new_tat then
+    if reply[4] <= 0 then
+      redis.call('DEL', bucket)
+    else
+      redis.call('SET', bucket, struct.pack('<d', new_tat), 'PX',
+        string.format('%d', reply[4] + 1))
+    end
+  end
+  return reply
+end

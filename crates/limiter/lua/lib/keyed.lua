@@ -1,0 +1,55 @@
+-- One acquire on a caller's bucket of a keyed (per_app or per_key) policy, whatever its
+-- algorithm: shared by the keyed scripts (lua/keyed/) and the batch script
+-- (acquire_batch.lua). A keyed policy has one bucket per caller, spread over a cluster's
+-- masters by its own hash tag: its script cannot read the policy's hash, so the instance
+-- passes the policy's config (from its snapshot of SQL, overrides applied) with every
+-- call. Loaded ahead of them; it only defines functions.
+--
+-- keyed_acquire(decide, bucket, argv, a, now_us) reads the request's arguments from
+-- argv[a] on:
+--   argv[a]      permits asked for (integer >= 1)
+--   argv[a + 1]  max_permits (integer >= 1)
+--   argv[a + 2]  the algorithm's parameter: rate (permits per second, fractional, > 0), or
+--                window_ms, or lease_ttl_ms (integers >= 1)
+--   argv[a + 3]  the gate: "1" enforce; "2" shadow mode (a denial is answered
+--                SHADOW_DENIED: granted, nothing consumed); "0" disabled (granted
+--                UNENFORCED), which also reads a bucket's state without writing anything
+--   argv[a + 4]  the policy's version (echoed in the reply)
+--   argv[a + 5]  for sliding_log a request id unique to the call; for concurrency the lease
+--                members' prefix "<app>|<lease id>|"; absent for the others
+-- and decides with decide(bucket, permits, max_permits, param, enabled, extra, now_us), the
+-- algorithm's <algorithm>_keyed (lua/lib/), which answers {code, remaining,
+-- retry_after_ms, reset_after_ms}.
+--
+-- Reply: {code, remaining, retry_after_ms, reset_after_ms, max_permits, version}
+--   code  1 granted; -1 denied (nothing consumed); 2 granted unenforced (nothing written);
+--        -3 permits not a whole number from 1 to max_permits.
+-- Every bucket key carries a TTL: it goes once idle long enough to be full (or empty)
+-- again, so Redis holds the callers active now, not every caller ever seen.
+
+-- The -3 reply when `permits` cannot be asked of a bucket of max_permits, else nil.
+local function keyed_refusal(permits, max_permits, version)
+  if not permits or permits < 1 or permits > max_permits or permits ~= math.floor(permits) then
+    return {REPLY.PERMITS_REFUSED, 0, 0, 0, max_permits, version}
+  end
+  return nil
+end
+
+local function keyed_acquire(decide, bucket, argv, a, now_us)
+  local permits = tonumber(argv[a])
+  local max_permits = tonumber(argv[a + 1])
+  local version = tonumber(argv[a + 4]) or 0
+  local refused = keyed_refusal(permits, max_permits, version)
+  if refused then
+    return refused
+  end
+  local gate = argv[a + 3]
+  local reply = decide(bucket, permits, max_permits, tonumber(argv[a + 2]), gate ~= '0',
+    argv[a + 5] or '', now_us)
+  if reply[1] == REPLY.DENIED and gate == '2' then
+    reply[1] = REPLY.SHADOW_DENIED
+  end
+  reply[5] = max_permits
+  reply[6] = version
+  return reply
+end

@@ -1,0 +1,161 @@
+//! The top callers of each policy per minute, summed over every instance: sorted sets
+//! `<prefix>:top:{<policy>}:<minute>:g` (grants), `:d` (denials) and `:s` (a shadow
+//! policy's would-be denials, granted), trimmed to the
+//! [`KEEP`] highest after each addition (memory stays flat however many callers there
+//! are) and kept an hour.
+
+use futures_util::future::join_all;
+use serde::Serialize;
+
+use crate::{Limiter, LimiterError};
+
+/// Callers kept per policy, minute and outcome.
+pub const KEEP: isize = 64;
+
+/// How long a minute's top callers are kept.
+const KEEP_MS: i64 = 61 * 60 * 1000;
+
+/// One instance's top callers of one policy over a flush: `(caller, count)` per outcome.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TopBatch<'a> {
+    pub policy: &'a str,
+    pub granted: &'a [(String, u64)],
+    pub denied: &'a [(String, u64)],
+    pub shadow_denied: &'a [(String, u64)],
+}
+
+/// The outcomes callers are ranked by, with the letter ending their keys.
+const OUTCOMES: [char; 3] = ['g', 'd', 's'];
+
+/// A policy's top callers over some minutes, per outcome, most first.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TopByOutcome {
+    pub granted: Vec<CallerCount>,
+    pub denied: Vec<CallerCount>,
+    /// Granted by a shadow policy that would have denied them.
+    pub shadow_denied: Vec<CallerCount>,
+}
+
+/// Callers with their summed scores, as `ZUNION ... WITHSCORES` answers.
+pub(crate) type Scored = Vec<(String, f64)>;
+
+/// A caller and how many of its acquires were granted (or denied) over the minutes asked.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct CallerCount {
+    /// The key (per_key), or the application (per_app, global).
+    pub key: String,
+    pub count: u64,
+}
+
+impl Limiter {
+    fn top_key(&self, policy: &str, minute: i64, outcome: char) -> String {
+        format!("{}:top:{{{policy}}}:{minute}:{outcome}", self.keys.prefix())
+    }
+
+    /// Adds one instance's top callers of `minute`.
+    #[tracing::instrument(level = "debug", skip_all, fields(policies = batches.len()))]
+    pub async fn add_top(&self, minute: i64, batches: &[TopBatch<'_>]) -> Result<(), LimiterError> {
+        if self.conn.is_cluster() {
+            // A pipeline stays in one slot on a cluster: one per policy.
+            let sent = join_all(
+                batches
+                    .iter()
+                    .map(|b| self.send_top(minute, std::slice::from_ref(b))),
+            );
+            return sent.await.into_iter().collect();
+        }
+        self.send_top(minute, batches).await
+    }
+
+    async fn send_top(&self, minute: i64, batches: &[TopBatch<'_>]) -> Result<(), LimiterError> {
+        let mut pipe = redis::pipe();
+        let mut any = false;
+        for batch in batches {
+            let by_outcome = [batch.granted, batch.denied, batch.shadow_denied];
+            for (outcome, callers) in OUTCOMES.into_iter().zip(by_outcome) {
+                if callers.is_empty() {
+                    continue;
+                }
+                any = true;
+                let key = self.top_key(batch.policy, minute, outcome);
+                for (caller, n) in callers {
+                    pipe.zincr(&key, caller, *n).ignore();
+                }
+                pipe.cmd("ZREMRANGEBYRANK")
+                    .arg(&key)
+                    .arg(0)
+                    .arg(-(KEEP + 1))
+                    .ignore()
+                    .pexpire(&key, KEEP_MS)
+                    .ignore();
+            }
+        }
+        if !any {
+            return Ok(());
+        }
+        let mut conn = self.conn.clone();
+        self.timed(pipe.query_async::<()>(&mut conn)).await
+    }
+
+    /// The `limit` top callers of `policy` over the `minutes` minutes up to `now_minute`:
+    /// per outcome, most first.
+    #[tracing::instrument(level = "debug", skip_all, fields(policy = %policy, minutes))]
+    pub async fn top(
+        &self,
+        policy: &str,
+        now_minute: i64,
+        minutes: i64,
+        limit: usize,
+    ) -> Result<TopByOutcome, LimiterError> {
+        let mut pipe = redis::pipe();
+        self.queue_top(&mut pipe, policy, now_minute, minutes);
+        let mut conn = self.conn.clone();
+        let scored: [Scored; 3] = self.timed(pipe.query_async(&mut conn)).await?;
+        Ok(ranked(scored, limit))
+    }
+
+    /// Adds to `pipe` the [`TOP_READS`] reads of [`Self::top`] (granted, denied, then
+    /// shadow-denied callers with their scores; [`ranked`] ranks them).
+    pub(crate) fn queue_top(
+        &self,
+        pipe: &mut redis::Pipeline,
+        policy: &str,
+        now_minute: i64,
+        minutes: i64,
+    ) {
+        for outcome in OUTCOMES {
+            let keys: Vec<String> = (now_minute - minutes + 1..=now_minute)
+                .map(|m| self.top_key(policy, m, outcome))
+                .collect();
+            pipe.cmd("ZUNION")
+                .arg(keys.len())
+                .arg(&keys)
+                .arg("WITHSCORES");
+        }
+    }
+}
+
+/// How many replies [`Limiter::queue_top`] queues.
+pub(crate) const TOP_READS: usize = OUTCOMES.len();
+
+/// The replies of [`Limiter::queue_top`], `limit` callers of each outcome.
+pub(crate) fn ranked([granted, denied, shadow_denied]: [Scored; 3], limit: usize) -> TopByOutcome {
+    TopByOutcome {
+        granted: most(granted, limit),
+        denied: most(denied, limit),
+        shadow_denied: most(shadow_denied, limit),
+    }
+}
+
+/// The `limit` callers with the highest scores, most first (ties by name).
+fn most(mut all: Scored, limit: usize) -> Vec<CallerCount> {
+    all.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    all.into_iter()
+        .take(limit)
+        .map(|(key, n)| CallerCount {
+            key,
+            count: n as u64,
+        })
+        .collect()
+}

@@ -1,0 +1,445 @@
+//! Natural batching of acquires on one Redis connection: the acquires (of global policies,
+//! and of callers' buckets of keyed ones, whatever their algorithm) that arrive while a
+//! call is in flight wait for it, then go together as one EVALSHA of
+//! `lua/acquire_batch.lua`, which decides them one after the other in arrival order, each
+//! as its single script would (they call the same functions of `lua/lib/`). No timer: at
+//! low load an acquire goes alone at once, as its own script, so its latency does not
+//! grow; under load a batch forms by itself, and Redis runs one script call for many
+//! acquires instead of one each.
+//!
+//! Identical acquires of one bucket (the same permits, app and limits) go as one entry
+//! with a count: a hot policy's batch sends its bucket's key and arguments once, and the
+//! script decides each acquire in turn without reading them again. On a Redis Cluster a
+//! script may only touch the keys of one hash slot, so a batch is one call per slot, the
+//! calls sent together (see `batch_plan.rs`).
+
+use std::sync::OnceLock;
+
+use futures_util::StreamExt;
+use futures_util::stream::FuturesUnordered;
+use redis::Cmd;
+use redis::cluster_routing::Slot;
+use tokio::sync::{mpsc, oneshot};
+use tokio::time::Instant;
+
+use crate::decide::batch_figures::BatchFigures;
+use crate::decide::batch_plan::{Entry, Plan};
+use crate::decide::call::AcquireCall;
+use crate::decide::decision::{AcquireOutcome, parse_reply};
+use crate::decide::reply::{Code, REPLY_LEN};
+use crate::domain::{Algorithm, AppSlug, Permits, PolicyName};
+use crate::{KeyedBucket, Limiter, LimiterError, PolicyConfig, scripts};
+
+/// The most acquires in one call; more waiting go in the next.
+const MAX_BATCH: usize = 256;
+
+/// How many times an acquire follows Redis' word that its policy uses another algorithm
+/// (it changed, and this instance has not heard yet): twice only if it changed again
+/// between the two calls.
+const ALGORITHM_RETRIES: usize = 2;
+
+type Reply = Result<[i64; REPLY_LEN], LimiterError>;
+
+/// One piece of work waiting for its turn, and when its wait for Redis ends: one timeout
+/// after it came.
+struct Job {
+    work: Work,
+    deadline: Instant,
+}
+
+enum Work {
+    Acquire(AcquireCall, oneshot::Sender<Reply>),
+    /// A policy Redis lost, put back from this instance's snapshot before the acquires
+    /// queued after it are decided.
+    Restore(PolicyConfig, oneshot::Sender<Result<(), LimiterError>>),
+}
+
+/// The batching in front of one worker's connection. Its sender starts a task on the
+/// first acquire (on the runtime of the worker that makes it), which sends the calls one
+/// at a time and ends when the batcher is dropped.
+pub struct Batcher {
+    limiter: Limiter,
+    figures: BatchFigures,
+    queue: OnceLock<mpsc::UnboundedSender<Job>>,
+}
+
+impl Batcher {
+    /// A batcher whose figures are kept but not exported.
+    pub fn new(limiter: Limiter) -> Self {
+        Self::with_figures(limiter, BatchFigures::unregistered())
+    }
+
+    /// A batcher that counts into `figures` (shared by every worker's batcher).
+    pub fn with_figures(limiter: Limiter, figures: BatchFigures) -> Self {
+        Self {
+            limiter,
+            figures,
+            queue: OnceLock::new(),
+        }
+    }
+
+    /// Decides an acquire of a global policy with the script of `algorithm` (what this
+    /// instance believes it uses; a token bucket for a policy it does not know yet): in a
+    /// batch with the acquires around it, or alone. A policy that uses another algorithm in
+    /// Redis is decided again with that one's script, in the next call.
+    pub async fn acquire(
+        &self,
+        name: &PolicyName,
+        algorithm: Algorithm,
+        permits: Permits,
+        app: &AppSlug,
+    ) -> Result<AcquireOutcome, LimiterError> {
+        let mut algorithm = algorithm;
+        for _ in 0..=ALGORITHM_RETRIES {
+            let call = AcquireCall::global(&self.limiter, name, algorithm, permits.get(), app);
+            let lease = call.lease;
+            let reply = self.decide(call).await?;
+            match reply {
+                [code, index, ..] if code == Code::WrongAlgorithm.number() => {
+                    algorithm = Algorithm::from_index(index)
+                        .ok_or_else(|| LimiterError::Reply(format!("{reply:?}")))?;
+                }
+                _ => return parse_reply(&reply, lease, algorithm),
+            }
+        }
+        Err(LimiterError::Reply(format!(
+            "policy {name} changed its algorithm {ALGORITHM_RETRIES} times during one acquire"
+        )))
+    }
+
+    /// Decides an acquire on one caller's bucket of a keyed policy, in a batch with the
+    /// acquires around it, or alone.
+    pub async fn acquire_keyed(
+        &self,
+        bucket: &KeyedBucket<'_>,
+        permits: Permits,
+        app: &AppSlug,
+    ) -> Result<AcquireOutcome, LimiterError> {
+        let call = AcquireCall::keyed(&self.limiter, bucket, permits.get(), app);
+        let (lease, algorithm) = (call.lease, call.algorithm());
+        let reply = self.decide(call).await?;
+        parse_reply(&reply, lease, algorithm)
+    }
+
+    /// Puts a policy that Redis lost (a flush, a restart without persistence, an evicted
+    /// or deleted key) back from `config`, ahead of every acquire queued after this call.
+    pub async fn restore(&self, config: &PolicyConfig) -> Result<(), LimiterError> {
+        let (reply, answer) = oneshot::channel();
+        self.queue(Work::Restore(config.clone(), reply))?;
+        answer.await.map_err(|_| stopped())?
+    }
+
+    /// Queues one acquire and waits for its reply, which comes at the latest one timeout
+    /// after it came (see [`send_batches`]).
+    async fn decide(&self, call: AcquireCall) -> Result<[i64; REPLY_LEN], LimiterError> {
+        let (reply, answer) = oneshot::channel();
+        self.queue(Work::Acquire(call, reply))?;
+        answer.await.map_err(|_| stopped())?
+    }
+
+    /// Queues work, starting the sending task at the first.
+    fn queue(&self, work: Work) -> Result<(), LimiterError> {
+        let deadline = Instant::now() + self.limiter.timeout;
+        let queue = self.queue.get_or_init(|| {
+            let (sender, receiver) = mpsc::unbounded_channel();
+            tokio::spawn(send_batches(
+                self.limiter.clone(),
+                self.figures.clone(),
+                receiver,
+            ));
+            sender
+        });
+        // Counted before it can be taken off the queue, which counts it down.
+        self.figures.queued.inc();
+        queue.send(Job { work, deadline }).map_err(|_| {
+            self.figures.queued.dec();
+            stopped()
+        })
+    }
+}
+
+fn stopped() -> LimiterError {
+    LimiterError::Reply("the acquire batcher stopped".to_owned())
+}
+
+/// Takes what is waiting (at most [`MAX_BATCH`]), sends it, answers each acquire, and
+/// again, until every sender is gone.
+///
+/// A call waits for Redis until the earliest deadline of the acquires in it, so every
+/// acquire is answered by its own deadline: the acquires queued behind a call to a Redis
+/// that does not answer wait for that call (which ends before their deadlines, its
+/// acquires having come first), then for their own call, which ends by their earliest
+/// deadline; one whose deadline passed meanwhile is answered at once, not sent. One timer
+/// a call, not one an acquire.
+async fn send_batches(
+    limiter: Limiter,
+    figures: BatchFigures,
+    mut queue: mpsc::UnboundedReceiver<Job>,
+) {
+    let mut calls: Vec<AcquireCall> = Vec::with_capacity(MAX_BATCH);
+    let mut waiting: Vec<Option<oneshot::Sender<Reply>>> = Vec::with_capacity(MAX_BATCH);
+    let mut next = None;
+    loop {
+        let first = match next.take() {
+            Some(job) => job,
+            None => match queue.recv().await {
+                Some(job) => job,
+                None => return,
+            },
+        };
+        let now = Instant::now();
+        let mut earliest = None;
+        let mut restore = None;
+        let mut job = Some(first);
+        while let Some(Job { work, deadline }) = job.take() {
+            figures.queued.dec();
+            match work {
+                // Decided after the acquires that came before it, before those after it.
+                Work::Restore(config, reply) => {
+                    restore = Some((config, reply, deadline));
+                    break;
+                }
+                // Its request is gone (the client hung up): nothing to decide.
+                Work::Acquire(_, reply) if reply.is_closed() => {}
+                Work::Acquire(_, reply) if deadline <= now => {
+                    let _ = reply.send(Err(LimiterError::Timeout(limiter.timeout)));
+                }
+                Work::Acquire(call, reply) => {
+                    earliest = Some(earliest.map_or(deadline, |e: Instant| e.min(deadline)));
+                    calls.push(call);
+                    waiting.push(Some(reply));
+                }
+            }
+            if calls.len() < MAX_BATCH {
+                job = queue.try_recv().ok();
+            }
+        }
+        if let Some(deadline) = earliest {
+            limiter
+                .decide_all(&calls, &mut waiting, deadline, &figures)
+                .await;
+            calls.clear();
+            waiting.clear();
+        }
+        if let Some((config, reply, deadline)) = restore {
+            let _ = reply.send(limiter.restore_policy(&config, deadline).await);
+        }
+        next = queue.try_recv().ok();
+    }
+}
+
+impl Limiter {
+    /// Writes a lost policy's configuration back (its sync script, loaded first if Redis
+    /// has lost that too), within `deadline`.
+    async fn restore_policy(
+        &self,
+        config: &PolicyConfig,
+        deadline: Instant,
+    ) -> Result<(), LimiterError> {
+        let mut conn = self.conn.clone();
+        let left = deadline.saturating_duration_since(Instant::now());
+        let invocation = self.sync_invocation(config);
+        self.timed_for(left, invocation.invoke_async::<i64>(&mut conn))
+            .await
+            .map(|_| ())
+    }
+
+    /// Decides `calls` (in arrival order) in as few script calls as the connection allows
+    /// (one on a single node; one per slot on a cluster, sent together), and answers each
+    /// acquire's waiter as soon as its call is back.
+    async fn decide_all(
+        &self,
+        calls: &[AcquireCall],
+        waiting: &mut [Option<oneshot::Sender<Reply>>],
+        deadline: Instant,
+        figures: &BatchFigures,
+    ) {
+        let cluster = self.conn.is_cluster();
+        let plan = Plan::of(
+            calls.len(),
+            |i| calls[i].key(),
+            // On a single node every acquire goes in the one call.
+            |i| cluster.then(|| Slot::for_key(calls[i].key())),
+            |i, j| calls[i].repeated_by(&calls[j]),
+        );
+        let sent = |i: usize| {
+            let entries = &plan.calls[i];
+            let expected = plan.replies_of(i) * REPLY_LEN;
+            figures.size.observe(plan.replies_of(i) as f64);
+            async move {
+                let timer = figures.call_seconds.start_timer();
+                let flat = self.decide_entries(calls, entries, deadline).await;
+                timer.observe_duration();
+                let flat = flat.and_then(|flat| {
+                    if flat.len() == expected {
+                        Ok(flat)
+                    } else {
+                        Err(LimiterError::Reply(format!(
+                            "{} integers for {} acquires",
+                            flat.len(),
+                            expected / REPLY_LEN
+                        )))
+                    }
+                });
+                (i, flat)
+            }
+        };
+        if let [_] = plan.calls.as_slice() {
+            let (_, replies) = sent(0).await;
+            answer(&plan, 0..calls.len(), &replies, waiting);
+            return;
+        }
+        let mut acquires_of: Vec<Vec<usize>> = vec![Vec::new(); plan.calls.len()];
+        for (acquire, &(call, _)) in plan.replies.iter().enumerate() {
+            acquires_of[call].push(acquire);
+        }
+        let mut calls_back: FuturesUnordered<_> = (0..plan.calls.len()).map(sent).collect();
+        while let Some((call, replies)) = calls_back.next().await {
+            answer(&plan, acquires_of[call].iter().copied(), &replies, waiting);
+        }
+    }
+
+    /// One script call for `entries`: an acquire's own script when it is alone, else the
+    /// batch script.
+    async fn decide_entries(
+        &self,
+        calls: &[AcquireCall],
+        entries: &[Entry],
+        deadline: Instant,
+    ) -> Result<Vec<i64>, LimiterError> {
+        if let [Entry { first, count: 1 }] = entries {
+            let call = &calls[*first];
+            let script = call.script();
+            let mut cmd = eval_cmd(script, call.key_count());
+            call.push_keys(&mut cmd);
+            call.push_args(&mut cmd);
+            return self.run_script(script, &cmd, deadline).await;
+        }
+        let keys = entries.iter().map(|e| calls[e.first].key_count()).sum();
+        let mut cmd = eval_cmd(&scripts::ACQUIRE_BATCH, keys);
+        for e in entries {
+            calls[e.first].push_keys(&mut cmd);
+        }
+        for e in entries {
+            calls[e.first].push_batch_args(&mut cmd, e.count);
+        }
+        let packed: Vec<u8> = self
+            .run_script(&scripts::ACQUIRE_BATCH, &cmd, deadline)
+            .await?;
+        scripts::batch_reply_integers(&packed).ok_or_else(|| {
+            LimiterError::Reply(format!(
+                "a batch reply of {} bytes, not whole integers",
+                packed.len()
+            ))
+        })
+    }
+
+    /// Runs a script call made by [`eval_cmd`], loading the script first when Redis does
+    /// not have it (a restart, a `SCRIPT FLUSH`), as `redis::ScriptInvocation` does.
+    async fn run_script<T: redis::FromRedisValue>(
+        &self,
+        script: &redis::Script,
+        cmd: &Cmd,
+        deadline: Instant,
+    ) -> Result<T, LimiterError> {
+        let mut conn = self.conn.clone();
+        let left = deadline.saturating_duration_since(Instant::now());
+        self.timed_for(left, async {
+            match cmd.query_async(&mut conn).await {
+                Err(e)
+                    if e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) =>
+                {
+                    script.load_async(&mut conn).await?;
+                    cmd.query_async(&mut conn).await
+                }
+                answered => answered,
+            }
+        })
+        .await
+    }
+}
+
+/// Answers the waiters of `acquires` from the replies of their call (the plan says where
+/// each one's is).
+fn answer(
+    plan: &Plan,
+    acquires: impl Iterator<Item = usize>,
+    replies: &Result<Vec<i64>, LimiterError>,
+    waiting: &mut [Option<oneshot::Sender<Reply>>],
+) {
+    for acquire in acquires {
+        let at = plan.replies[acquire].1;
+        let reply = match replies {
+            Ok(flat) => Ok(flat[at * REPLY_LEN..(at + 1) * REPLY_LEN]
+                .try_into()
+                .expect("REPLY_LEN integers")),
+            Err(e) => Err(e.clone()),
+        };
+        if let Some(waiter) = waiting[acquire].take() {
+            // A request that gave up waiting has dropped its receiver: nothing to do.
+            let _ = waiter.send(reply);
+        }
+    }
+}
+
+/// `EVALSHA <sha> <keys>`, for the keys and then the arguments to follow.
+fn eval_cmd(script: &redis::Script, keys: usize) -> Cmd {
+    let mut cmd = redis::cmd("EVALSHA");
+    cmd.arg(script.get_hash()).arg(keys);
+    cmd
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use tokio::net::TcpListener;
+    use tokio::time::Instant;
+
+    use super::*;
+
+    /// Acquires queued behind a call to a Redis that never answers (a stalled one) each
+    /// give up one timeout after they came, not after the call ahead of them timed out and
+    /// then their own. On tokio's paused clock: the times compared are the runtime's own,
+    /// exact whatever the machine is doing.
+    #[tokio::test(start_paused = true)]
+    async fn an_acquire_waits_at_most_one_timeout_behind_a_stalled_call() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("redis://{}", listener.local_addr().unwrap());
+        // Accepts connections and keeps them open, answering nothing.
+        tokio::spawn(async move {
+            let mut open = Vec::new();
+            while let Ok((socket, _)) = listener.accept().await {
+                open.push(socket);
+            }
+        });
+        let timeout = Duration::from_millis(100);
+        let batcher = Batcher::new(Limiter::new(&url, "test", timeout).unwrap());
+        let (name, app) = (
+            PolicyName::parse("p").unwrap(),
+            AppSlug::parse("shop").unwrap(),
+        );
+        let permits = Permits::parse(1).unwrap();
+        let one = |delay: Duration| {
+            let (batcher, name, app) = (&batcher, &name, &app);
+            async move {
+                tokio::time::sleep(delay).await;
+                let came = Instant::now();
+                let answer = batcher
+                    .acquire(name, Algorithm::TokenBucket, permits, app)
+                    .await;
+                (came, Instant::now(), answer)
+            }
+        };
+        // The first goes alone; the others come while it is in flight.
+        let delays = [0, 10, 20, 30, 40, 50, 60, 70].map(Duration::from_millis);
+        let answers = futures_util::future::join_all(delays.map(one)).await;
+        for (came, answered, answer) in answers {
+            assert!(
+                matches!(answer, Err(LimiterError::Timeout(_))),
+                "{answer:?}"
+            );
+            assert!(answered - came <= timeout, "waited {:?}", answered - came);
+        }
+    }
+}

@@ -1,0 +1,329 @@
+//! One acquire as the scripts take it: its keys and arguments, made once and sent either
+//! as its algorithm's own script call or as one entry of the batch script
+//! (`lua/acquire_batch.lua`), which takes the same keys and arguments after a kind and a
+//! count (identical acquires that waited together go as one entry).
+
+use rand::Rng;
+use redis::{Cmd, ScriptInvocation};
+
+use crate::decide::decision::LeaseId;
+use crate::domain::{Algorithm, AppSlug, Mode, PolicyName};
+use crate::{KeyedBucket, Limiter, StateKey, scripts};
+
+/// An acquire ready to be sent.
+pub(crate) struct AcquireCall {
+    algorithm: Algorithm,
+    /// The policy's hash (global) or the caller's bucket (keyed).
+    key: String,
+    /// A global policy's state key beside its hash, for the algorithms that have one.
+    state_key: Option<String>,
+    permits: i64,
+    whose: Whose,
+    /// The sliding log's request id, or the concurrency lease (a global script takes the
+    /// id, a keyed one the members' prefix `<app>|<id>|`): the argument as the script takes it.
+    id: Option<String>,
+    /// The lease a grant will be held under (concurrency only).
+    pub lease: Option<LeaseId>,
+}
+
+/// Whose bucket, with what the script needs beyond the permits.
+#[derive(PartialEq)]
+enum Whose {
+    /// A global policy: its config is in its hash; the app is checked there.
+    Global { app: AppSlug },
+    /// A caller's bucket of a keyed policy: its limits from this instance's snapshot.
+    Keyed {
+        max_permits: i64,
+        param: String,
+        gate: Gate,
+        version: i64,
+    },
+}
+
+/// What a keyed acquire may do to its bucket, as the keyed scripts take it
+/// (`lua/lib/keyed.lua`): a global policy's hash says the same to its scripts, so shadow
+/// mode and a disabled policy are applied by the scripts for every scope.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Gate {
+    /// Disabled, or a read of the bucket's state: nothing written.
+    Closed,
+    Enforce,
+    /// Decided, but a denial answered as a shadow denial (granted).
+    Shadow,
+}
+
+impl Gate {
+    fn arg(self) -> &'static str {
+        match self {
+            Self::Closed => "0",
+            Self::Enforce => "1",
+            Self::Shadow => "2",
+        }
+    }
+}
+
+impl AcquireCall {
+    /// An acquire of a global policy with the script of `algorithm` (what this instance
+    /// believes it uses; the script answers -4 with the right one if not).
+    pub fn global(
+        limiter: &Limiter,
+        name: &PolicyName,
+        algorithm: Algorithm,
+        permits: i64,
+        app: &AppSlug,
+    ) -> Self {
+        let (id, lease) = match algorithm {
+            Algorithm::Concurrency => {
+                let lease = LeaseId::generate();
+                (Some(lease.to_string()), Some(lease))
+            }
+            other => (request_id(other), None),
+        };
+        Self {
+            algorithm,
+            key: limiter.keys.policy(name),
+            // Only the state key this algorithm's script takes: none for the token bucket,
+            // the sliding window and GCRA, whose state lives in the hash.
+            state_key: StateKey::of(algorithm).map(|which| limiter.keys.state(name, which)),
+            permits,
+            whose: Whose::Global { app: app.clone() },
+            id,
+            lease,
+        }
+    }
+
+    /// An acquire of `permits` on one caller's bucket, as its policy's mode and switch say.
+    pub fn keyed(limiter: &Limiter, bucket: &KeyedBucket<'_>, permits: i64, app: &AppSlug) -> Self {
+        let gate = match (bucket.policy.enabled, bucket.policy.mode) {
+            (false, _) => Gate::Closed,
+            (true, Mode::Enforce) => Gate::Enforce,
+            (true, Mode::Shadow) => Gate::Shadow,
+        };
+        Self::keyed_gated(limiter, bucket, permits, app, gate)
+    }
+
+    /// A read of one caller's bucket: the keyed script, writing nothing.
+    pub fn keyed_read(limiter: &Limiter, bucket: &KeyedBucket<'_>, app: &AppSlug) -> Self {
+        Self::keyed_gated(limiter, bucket, 1, app, Gate::Closed)
+    }
+
+    fn keyed_gated(
+        limiter: &Limiter,
+        bucket: &KeyedBucket<'_>,
+        permits: i64,
+        app: &AppSlug,
+        gate: Gate,
+    ) -> Self {
+        let algorithm = bucket.policy.algorithm;
+        let (id, lease) = match algorithm {
+            Algorithm::Concurrency => {
+                let lease = LeaseId::generate();
+                (Some(format!("{app}|{lease}|")), Some(lease))
+            }
+            other => (request_id(other), None),
+        };
+        Self {
+            algorithm,
+            key: limiter.keyed_key(bucket),
+            state_key: None,
+            permits,
+            whose: Whose::Keyed {
+                max_permits: bucket.limits.max_permits,
+                param: bucket.limits.param(algorithm),
+                gate,
+                version: bucket.policy.version,
+            },
+            id,
+            lease,
+        }
+    }
+
+    pub fn algorithm(&self) -> Algorithm {
+        self.algorithm
+    }
+
+    /// The key the acquire decides on (the policy's hash, or the caller's bucket): a
+    /// cluster routes its call by it.
+    pub fn key(&self) -> &str {
+        &self.key
+    }
+
+    /// Whether `later` asks for exactly what this acquire asks: the same bucket, algorithm,
+    /// permits and arguments, and no id of its own (a sliding log's request and a lease
+    /// are each one of a kind). A batch sends such acquires as one entry with a count, and
+    /// the script decides each in turn, as if each had its own entry.
+    pub fn repeated_by(&self, later: &Self) -> bool {
+        self.id.is_none()
+            && later.id.is_none()
+            && self.algorithm == later.algorithm
+            && self.permits == later.permits
+            && self.key == later.key
+            && self.whose == later.whose
+    }
+
+    /// Its algorithm's own script, for this acquire alone.
+    pub fn script(&self) -> &'static scripts::LuaScript {
+        match self.whose {
+            Whose::Global { .. } => scripts::acquire_script(self.algorithm),
+            Whose::Keyed { .. } => scripts::keyed_acquire_script(self.algorithm),
+        }
+    }
+
+    /// Its algorithm's own script, called for this acquire alone, as a pipeline takes it.
+    pub fn alone(&self) -> ScriptInvocation<'static> {
+        let mut invocation = self.script().prepare_invoke();
+        for key in self.keys() {
+            invocation.key(key);
+        }
+        self.add_args(|arg| {
+            invocation.arg(arg);
+        });
+        invocation
+    }
+
+    /// How many keys it takes.
+    pub fn key_count(&self) -> usize {
+        1 + usize::from(self.state_key.is_some())
+    }
+
+    /// Its keys, in the single script's order.
+    pub fn keys(&self) -> impl Iterator<Item = &str> {
+        std::iter::once(self.key.as_str()).chain(self.state_key.as_deref())
+    }
+
+    /// Adds its keys to a script call.
+    pub fn push_keys(&self, call: &mut Cmd) {
+        for key in self.keys() {
+            call.arg(key);
+        }
+    }
+
+    /// Adds its arguments to a script call: the single script's ARGV.
+    pub fn push_args(&self, call: &mut Cmd) {
+        self.add_args(|arg| {
+            call.arg(arg);
+        });
+    }
+
+    /// Adds it, standing for `count` identical acquires, to a batch script's call's
+    /// arguments: its kind (the algorithm's number, negative for a keyed bucket), the
+    /// count, then its own arguments.
+    pub fn push_batch_args(&self, call: &mut Cmd, count: usize) {
+        let kind = match self.whose {
+            Whose::Global { .. } => self.algorithm.index(),
+            Whose::Keyed { .. } => -self.algorithm.index(),
+        };
+        call.arg(kind).arg(count);
+        self.push_args(call);
+    }
+
+    /// Its arguments in the single script's order, each as it is sent.
+    fn add_args(&self, mut add: impl FnMut(Arg<'_>)) {
+        add(Arg::Int(self.permits));
+        match &self.whose {
+            Whose::Global { app } => add(Arg::Text(app.as_str())),
+            Whose::Keyed {
+                max_permits,
+                param,
+                gate,
+                version,
+            } => {
+                add(Arg::Int(*max_permits));
+                add(Arg::Text(param));
+                add(Arg::Text(gate.arg()));
+                add(Arg::Int(*version));
+            }
+        }
+        if let Some(id) = &self.id {
+            add(Arg::Text(id));
+        }
+    }
+}
+
+/// How many arguments an acquire takes after its batch entry's kind and count, by whose
+/// bucket it is (one more with an id): the batch script steps from entry to entry by these
+/// (its table `BATCH_ARGS`, put ahead of it from here), so the layout is written once.
+const GLOBAL_ARGS: usize = 2;
+const KEYED_ARGS: usize = 5;
+
+/// `local BATCH_ARGS = {global = 2, keyed = 5}`, for the batch script.
+pub(crate) fn batch_args_lua_table() -> String {
+    format!("local BATCH_ARGS = {{global = {GLOBAL_ARGS}, keyed = {KEYED_ARGS}}}\n")
+}
+
+/// One argument of a script call.
+enum Arg<'a> {
+    Int(i64),
+    Text(&'a str),
+}
+
+impl redis::ToRedisArgs for Arg<'_> {
+    fn write_redis_args<W: ?Sized + redis::RedisWrite>(&self, out: &mut W) {
+        match self {
+            Self::Int(n) => n.write_redis_args(out),
+            Self::Text(text) => text.write_redis_args(out),
+        }
+    }
+}
+
+/// A sliding log's request id: it makes each grant's log members unique, even within one
+/// microsecond. The other algorithms take none (the concurrency lease is made apart).
+fn request_id(algorithm: Algorithm) -> Option<String> {
+    (algorithm == Algorithm::SlidingLog).then(|| {
+        let request: u64 = rand::rng().random();
+        format!("{request:016x}")
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::domain::Scope;
+    use crate::{BucketLimits, PolicyConfig};
+
+    fn args_of(call: &AcquireCall) -> usize {
+        let mut n = 0;
+        call.add_args(|_| n += 1);
+        n
+    }
+
+    #[tokio::test]
+    async fn every_acquire_takes_the_arguments_the_batch_script_steps_by() {
+        let limiter = Limiter::new("redis://127.0.0.1:1", "t", Duration::from_secs(1)).unwrap();
+        let (name, app) = (
+            PolicyName::parse("p").unwrap(),
+            AppSlug::parse("shop").unwrap(),
+        );
+        for algorithm in Algorithm::ALL {
+            let with_id = usize::from(matches!(
+                algorithm,
+                Algorithm::SlidingLog | Algorithm::Concurrency
+            ));
+            let global = AcquireCall::global(&limiter, &name, algorithm, 1, &app);
+            assert_eq!(args_of(&global), GLOBAL_ARGS + with_id, "{algorithm:?}");
+            let config = PolicyConfig {
+                name: name.clone(),
+                created_ms: 1,
+                version: 1,
+                algorithm,
+                max_permits: 5,
+                rate: 1.0,
+                window_ms: Some(1000),
+                lease_ttl_ms: Some(1000),
+                apps: ",shop,".to_owned(),
+                enabled: true,
+                scope: Scope::PerKey,
+                mode: Mode::Enforce,
+            };
+            let bucket = KeyedBucket {
+                policy: &config,
+                caller: "ann",
+                limits: BucketLimits::of(&config),
+            };
+            let keyed = AcquireCall::keyed(&limiter, &bucket, 1, &app);
+            assert_eq!(args_of(&keyed), KEYED_ARGS + with_id, "{algorithm:?}");
+        }
+    }
+}

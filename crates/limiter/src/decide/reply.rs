@@ -1,0 +1,97 @@
+//! The contract between the Lua scripts and Rust: what the first integer of a script's
+//! reply means, and how many integers a reply has. The scripts get the codes as a table
+//! `REPLY` (`REPLY.DENIED`, ...) put in front of them when they are loaded
+//! (`client/scripts.rs`), so the two sides cannot drift apart.
+
+/// The integers of one acquire's reply: code, remaining, retry_after_ms, reset_after_ms,
+/// limit (max_permits) and the policy's version.
+pub const REPLY_LEN: usize = 6;
+
+/// The first integer of a script's reply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Code {
+    Granted,
+    Denied,
+    /// The policy is disabled: granted, nothing written.
+    Unenforced,
+    /// A shadow policy's denial: granted, nothing consumed.
+    ShadowDenied,
+    NoSuchPolicy,
+    AppNotAllowed,
+    /// Permits not a whole number from 1 to max_permits.
+    PermitsRefused,
+    /// The policy uses another algorithm; the second integer names it.
+    WrongAlgorithm,
+    /// A release of a lease that is not held (any more).
+    NotHeld,
+}
+
+impl Code {
+    const ALL: [Self; 9] = [
+        Self::Granted,
+        Self::Denied,
+        Self::Unenforced,
+        Self::ShadowDenied,
+        Self::NoSuchPolicy,
+        Self::AppNotAllowed,
+        Self::PermitsRefused,
+        Self::WrongAlgorithm,
+        Self::NotHeld,
+    ];
+
+    /// The integer the scripts answer.
+    pub const fn number(self) -> i64 {
+        match self {
+            Self::Granted => 1,
+            Self::Denied => -1,
+            Self::Unenforced => 2,
+            Self::ShadowDenied => 3,
+            Self::NoSuchPolicy => 0,
+            Self::AppNotAllowed => -2,
+            Self::PermitsRefused => -3,
+            Self::WrongAlgorithm => -4,
+            Self::NotHeld => -5,
+        }
+    }
+
+    pub fn of(number: i64) -> Option<Self> {
+        Self::ALL.into_iter().find(|code| code.number() == number)
+    }
+
+    const fn lua_name(self) -> &'static str {
+        match self {
+            Self::Granted => "GRANTED",
+            Self::Denied => "DENIED",
+            Self::Unenforced => "UNENFORCED",
+            Self::ShadowDenied => "SHADOW_DENIED",
+            Self::NoSuchPolicy => "NO_SUCH_POLICY",
+            Self::AppNotAllowed => "APP_NOT_ALLOWED",
+            Self::PermitsRefused => "PERMITS_REFUSED",
+            Self::WrongAlgorithm => "WRONG_ALGORITHM",
+            Self::NotHeld => "NOT_HELD",
+        }
+    }
+
+    /// The codes as the scripts read them: `local REPLY = {GRANTED = 1, ...}`.
+    pub fn lua_table() -> String {
+        let entries: Vec<String> = Self::ALL
+            .iter()
+            .map(|code| format!("{} = {}", code.lua_name(), code.number()))
+            .collect();
+        format!("local REPLY = {{{}}}\n", entries.join(", "))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_code_has_its_own_number_and_reads_back() {
+        for code in Code::ALL {
+            assert_eq!(Code::of(code.number()), Some(code));
+        }
+        assert_eq!(Code::of(7), None);
+        assert!(Code::lua_table().contains("SHADOW_DENIED = 3"));
+    }
+}

@@ -1,0 +1,20 @@
+//! The validated types a decision needs: names, amounts, algorithms, scopes and a policy's
+//! whole specification. Input becomes one of these at the edge (the server's API, console
+//! and policy files), so code inside never re-checks it.
+
+mod algorithm;
+mod field_error;
+mod names;
+mod policy;
+mod scope;
+mod units;
+
+pub use algorithm::{Algorithm, MAX_MILLIS, Millis, Param};
+pub use field_error::{FieldError, FieldErrors};
+pub use names::{AppSlug, PolicyName, Username};
+pub use policy::{
+    FailureMode, MAX_CAPACITY, MAX_RATE, MIN_RATE, MaxPermits, Mode, Permits, PolicySpec, Rate,
+    check_description,
+};
+pub use scope::{CallerKey, MAX_KEY_BYTES, MAX_OVERRIDES, Override, Scope};
+pub use units::{DisplayUnits, DurationUnit, RateUnit};

@@ -1,0 +1,117 @@
+//! The live view of many policies at once, for the console's tables: each one's state (as
+//! `lib/policy_state.lua` reports it) and its granted/denied counts of the last minutes.
+//! One call of `lua/policies_live.lua` for a whole page on a single node (one command,
+//! whatever the number of policies); on a Redis Cluster, where a script must stay in one
+//! slot, one call per policy, all in flight together.
+
+use futures_util::future::join_all;
+use redis::Value;
+
+use crate::domain::PolicyName;
+
+use crate::counts::usage::{byte_ranges, pairs};
+use crate::views::state::parse_state;
+use crate::{BucketState, Limiter, LimiterError, MinuteCounts, scripts};
+
+/// One policy as Redis holds it now.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LiveView {
+    /// `None` when Redis does not hold the policy (the next sync pass restores it).
+    pub state: Option<BucketState>,
+    /// The counts of each minute asked for, oldest first.
+    pub minutes: Vec<MinuteCounts>,
+}
+
+impl Limiter {
+    /// The live view of each policy of `names`, with the counts of the `minutes` minutes
+    /// (1 to 60) up to and including `now_minute`. One entry per name, in order; an entry
+    /// is an error when Redis answered that policy's part with one.
+    #[tracing::instrument(level = "debug", skip_all, fields(policies = names.len()))]
+    pub async fn live_views(
+        &self,
+        names: &[PolicyName],
+        now_minute: i64,
+        minutes: i64,
+    ) -> Result<Vec<Result<LiveView, LimiterError>>, LimiterError> {
+        let minutes = minutes.clamp(1, 60);
+        let first = now_minute - minutes + 1;
+        if names.is_empty() {
+            return Ok(Vec::new());
+        }
+        if self.conn.is_cluster() {
+            let one = |name| self.query_live(std::slice::from_ref(name), first, now_minute);
+            let replies = join_all(names.iter().map(one)).await;
+            let mut views = Vec::with_capacity(names.len());
+            for reply in replies {
+                views.extend(reply?);
+            }
+            return Ok(views);
+        }
+        self.query_live(names, first, now_minute).await
+    }
+
+    /// One call of the live script for `names`.
+    async fn query_live(
+        &self,
+        names: &[PolicyName],
+        first: i64,
+        last: i64,
+    ) -> Result<Vec<Result<LiveView, LimiterError>>, LimiterError> {
+        let hour = last.div_euclid(60);
+        let mut invocation = scripts::POLICIES_LIVE.prepare_invoke();
+        for name in names {
+            invocation.key(self.keys.policy(name));
+            for key in self.keys.all_state(name) {
+                invocation.key(key);
+            }
+            invocation
+                .key(self.keys.usage_minutes(name.as_str(), hour - 1))
+                .key(self.keys.usage_minutes(name.as_str(), hour));
+        }
+        for (start, end) in byte_ranges(first, last) {
+            invocation.arg(start).arg(end);
+        }
+        let mut conn = self.conn.clone();
+        let replies: Vec<Value> = self.timed(invocation.invoke_async(&mut conn)).await?;
+        if replies.len() != names.len() * 3 {
+            return Err(LimiterError::Reply(format!(
+                "{} replies for {} policies",
+                replies.len(),
+                names.len()
+            )));
+        }
+        Ok(replies
+            .chunks(3)
+            .map(|chunk| live_view(chunk, first, last))
+            .collect())
+    }
+}
+
+fn live_view(chunk: &[Value], first: i64, last: i64) -> Result<LiveView, LimiterError> {
+    let [state, previous, this] = chunk else {
+        return Err(LimiterError::Reply(format!("{chunk:?}")));
+    };
+    let state = match state {
+        Value::Array(reply) => parse_state(reply)?,
+        other => return Err(LimiterError::Reply(format!("{other:?}"))),
+    };
+    let bytes = |v: &Value| -> Result<Vec<u8>, LimiterError> {
+        redis::from_redis_value_ref(v).map_err(|_| LimiterError::Reply(format!("{v:?}")))
+    };
+    let (previous, this) = (bytes(previous)?, bytes(this)?);
+    let hour_start = last - last.rem_euclid(60);
+    let in_previous = (hour_start - first).max(0) as usize;
+    let in_this = (last - first + 1) as usize - in_previous;
+    let minutes = pairs(&previous, in_previous)
+        .chain(pairs(&this, in_this))
+        .zip(first..)
+        .map(|((granted, denied), minute)| MinuteCounts {
+            minute,
+            granted,
+            denied,
+            // The application's table reads no shadow counts (the policy's page does).
+            shadow_denied: 0,
+        })
+        .collect();
+    Ok(LiveView { state, minutes })
+}
