@@ -72,7 +72,10 @@ pub fn settings(database_url: &str, redis_url: &str, prefix: &str) -> Settings {
         redis_prefix: prefix.to_owned(),
         // Long by default so that tests decide when a reconcile pass runs.
         sync_interval_ms: 60_000,
-        redis_timeout_ms: 500,
+        // Seconds: on a loaded 2-core machine a healthy Redis can take longer than a
+        // tight timeout to answer, which would fail a test about something else. Tests
+        // whose subject is a Redis outage set a short one themselves.
+        redis_timeout_ms: 5_000,
         database_timeout_ms: 1000,
         workers: Some(1),
         console_concurrency: None,
