@@ -30,13 +30,14 @@ export RK_E2E_CHROMIUM="$CHROMIUM"
 # ---------------------------------------------------------------- chromium (apt)
 if [[ ! -x $CHROMIUM ]]; then
     [[ $(id -u) -eq 0 ]] ||
-        die "no $CHROMIUM and not root: apt-get install -y chromium chromium-driver as root"
-    say "installing chromium and chromium-driver with apt-get"
+        die "no $CHROMIUM and not root: apt-get install -y chromium as root"
+    # playwright-core drives Chromium itself (CDP): no chromium-driver (WebDriver).
+    say "installing chromium with apt-get"
     log="$(mktemp)"
-    if ! { apt-get -q update && apt-get -q install -y chromium chromium-driver; } </dev/null >"$log" 2>&1; then
+    if ! { apt-get -q update && apt-get -q install -y chromium; } </dev/null >"$log" 2>&1; then
         tail -n 30 "$log" >&2
         rm -f "$log"
-        die "apt-get install chromium chromium-driver failed"
+        die "apt-get install chromium failed"
     fi
     rm -f "$log"
     [[ -x $CHROMIUM ]] || die "still no $CHROMIUM after apt-get install chromium"
