@@ -324,7 +324,7 @@ export const CHROMIUM_ARGS = [
 /** Debian's Chromium, headless. Never `playwright install`. */
 export function launchBrowser() {
   if (!existsSync(CHROMIUM)) {
-    throw new Error(`no browser at ${CHROMIUM}: apt-get install -y chromium chromium-driver (scripts/e2e.sh does)`);
+    throw new Error(`no browser at ${CHROMIUM}: apt-get install -y chromium (scripts/e2e.sh does)`);
   }
   return chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS, headless: true });
 }

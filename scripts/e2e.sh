@@ -4,6 +4,7 @@
 # SQLite database in a temp dir and a Redis key prefix of its own.
 #   scripts/e2e.sh                             # everything
 #   scripts/e2e.sh --test-name-pattern=viewer  # extra arguments go to `node --test`
+#   RK_E2E_BIN=path/to/ratekeeper scripts/e2e.sh  # a server binary already built (test.sh)
 # Installs chromium (apt-get, as root) and the npm packages (npm ci) when missing; never
 # runs `playwright install`. Screenshots land in e2e/screenshots/ (not committed).
 set -euo pipefail
@@ -30,13 +31,14 @@ export RK_E2E_CHROMIUM="$CHROMIUM"
 # ---------------------------------------------------------------- chromium (apt)
 if [[ ! -x $CHROMIUM ]]; then
     [[ $(id -u) -eq 0 ]] ||
-        die "no $CHROMIUM and not root: apt-get install -y chromium chromium-driver as root"
-    say "installing chromium and chromium-driver with apt-get"
+        die "no $CHROMIUM and not root: apt-get install -y chromium as root"
+    # playwright-core drives Chromium itself (CDP): no chromium-driver (WebDriver).
+    say "installing chromium with apt-get"
     log="$(mktemp)"
-    if ! { apt-get -q update && apt-get -q install -y chromium chromium-driver; } </dev/null >"$log" 2>&1; then
+    if ! { apt-get -q update && apt-get -q install -y chromium; } </dev/null >"$log" 2>&1; then
         tail -n 30 "$log" >&2
         rm -f "$log"
-        die "apt-get install chromium chromium-driver failed"
+        die "apt-get install chromium failed"
     fi
     rm -f "$log"
     [[ -x $CHROMIUM ]] || die "still no $CHROMIUM after apt-get install chromium"
@@ -56,12 +58,17 @@ fi
 
 # ---------------------------------------------------------------- Redis and the server
 RK_SERVICES=redis scripts/services.sh
-say "cargo build --bin ratekeeper"
-cargo build --bin ratekeeper
-target_dir="${CARGO_TARGET_DIR:-target}"
-RK_E2E_BIN="$(cd "$target_dir" && pwd)/debug/ratekeeper"
+# The server: the binary `cargo test --all-targets` builds (scripts/test.sh passes it in
+# RK_E2E_BIN). Built here with that same command, not `cargo build --bin`: a plain build
+# resolves features without the dev-dependencies' and would rebuild ~30 crates into
+# another binary than the one the tests ran.
+if [[ -z ${RK_E2E_BIN:-} ]]; then
+    say "cargo test --all-targets --no-run (the tests' build of the server)"
+    cargo test --all-targets --no-run --quiet
+    RK_E2E_BIN="$(cd "${CARGO_TARGET_DIR:-target}" && pwd)/debug/ratekeeper"
+fi
 export RK_E2E_BIN
-[[ -x $RK_E2E_BIN ]] || die "no server binary at $RK_E2E_BIN after cargo build"
+[[ -x $RK_E2E_BIN ]] || die "no server binary at $RK_E2E_BIN"
 # Where the server finds Redis: the test suite's setting, when exported.
 if [[ -n ${RK_TEST_REDIS_URL:-} ]]; then
     export RK_E2E_REDIS_URL="${RK_E2E_REDIS_URL:-$RK_TEST_REDIS_URL}"

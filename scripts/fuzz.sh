@@ -13,10 +13,11 @@
 # loopback port and a Redis key prefix of its own.
 #   scripts/fuzz.sh                  # at most RK_FUZZ_EXAMPLES (30) generated cases an operation
 #   RK_FUZZ_POSTGRES_URL=postgres://user@host:5432 scripts/fuzz.sh  # another PostgreSQL server
+#   RK_FUZZ_BIN=path/to/ratekeeper scripts/fuzz.sh  # a server binary already built (test.sh)
+# Its last line counts the generated cases: `fuzz: generated cases: N passed, N failed`.
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-BIN="${RK_FUZZ_BIN:-target/debug/ratekeeper}"
 EXAMPLES="${RK_FUZZ_EXAMPLES:-30}"
 POSTGRES_URL="${RK_FUZZ_POSTGRES_URL:-${RK_TEST_POSTGRES_URL:-postgres://postgres@127.0.0.1:5432}}"
 POSTGRES_URL="${POSTGRES_URL%/}"
@@ -31,8 +32,10 @@ VENV="${RK_FUZZ_VENV:-target/fuzz-venv}"
 if [[ ! -x $VENV/bin/python ]]; then
     echo "fuzz: making a Python virtual environment in $VENV"
     if ! python3 -m venv "$VENV" </dev/null; then
-        [[ $(id -u) -eq 0 ]] && command -v apt-get >/dev/null ||
-            { echo "fuzz: python3 -m venv failed; install python3-venv" >&2; exit 1; }
+        if [[ $(id -u) -ne 0 ]] || ! command -v apt-get >/dev/null; then
+            echo "fuzz: python3 -m venv failed; install python3-venv" >&2
+            exit 1
+        fi
         echo "fuzz: installing python3-venv with apt-get (Debian's python3 lacks venv without it)"
         DEBIAN_FRONTEND=noninteractive apt-get -q install -y python3-venv </dev/null
         rm -rf "$VENV"
@@ -45,7 +48,25 @@ if ! [[ $st_version =~ version\ 4\.([0-9]+) ]] || ((BASH_REMATCH[1] < 25)); then
     echo "fuzz: installing $SCHEMATHESIS_REQ from PyPI into $VENV"
     "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check "$SCHEMATHESIS_REQ" </dev/null
 fi
-[[ -x $BIN ]] || cargo build --quiet
+# The server: the binary `cargo test --all-targets` builds (scripts/test.sh passes it in
+# RK_FUZZ_BIN). Built here with that same command, not `cargo build`: a plain build
+# resolves features without the dev-dependencies' and would rebuild ~30 crates into
+# another binary than the one the tests ran.
+if [[ -n ${RK_FUZZ_BIN:-} ]]; then
+    BIN="$RK_FUZZ_BIN"
+else
+    if ! command -v cargo >/dev/null 2>&1 && [[ -f "$HOME/.cargo/env" ]]; then
+        # shellcheck disable=SC1091
+        . "$HOME/.cargo/env"
+    fi
+    echo "fuzz: cargo test --all-targets --no-run (the tests' build of the server)"
+    cargo test --all-targets --no-run --quiet
+    BIN="$(cd "${CARGO_TARGET_DIR:-target}" && pwd)/debug/ratekeeper"
+fi
+[[ -x $BIN ]] || {
+    echo "fuzz: no server binary at $BIN" >&2
+    exit 1
+}
 
 tmp="$(mktemp -d)"
 # Names this run's database and Redis keys, so that concurrent runs never share them.
@@ -80,12 +101,38 @@ json_field() { # json_field FIELD < JSON
     python3 -c 'import json,sys; print(json.load(sys.stdin)[sys.argv[1]])' "$1"
 }
 
+# Generated cases of every schemathesis run, passed and failed, from its summary's
+# "Test cases:" line ("N generated, N passed" or "N generated, N found N unique failures,
+# N errored, N skipped"); a skipped case (no check ran) counts as neither.
+cases_passed=0
+cases_failed=0
+count_cases() { # count_cases LOG
+    local counts p f
+    counts="$(awk '
+        seen { for (i = 1; i < NF; i++) {
+                   w = $(i + 1); sub(/,$/, "", w)
+                   if (w == "generated") g = $i
+                   else if (w == "found") f += $i
+                   else if (w == "errored") f += $i
+                   else if (w == "skipped") s = $i
+               }
+               seen = 0 }
+        /^Test cases:/ { seen = 1 }
+        END { print g - f - s, f + 0 }' "$1")"
+    read -r p f <<<"$counts"
+    cases_passed=$((cases_passed + p))
+    cases_failed=$((cases_failed + f))
+}
+
 schemathesis_run() { # schemathesis_run API DIR BEARER_TOKEN SCHEMATHESIS_ARGS...
-    local api=$1 dir=$2 bearer=$3
+    local api=$1 dir=$2 bearer=$3 status=0 log
     shift 3
+    log="$(mktemp -p "$dir")"
     schemathesis --config-file "$dir/schemathesis.toml" run "$api/api/openapi.json" \
         -H "Authorization: Bearer $bearer" --checks "$CHECKS" --max-examples "$EXAMPLES" \
-        --no-color "$@"
+        --no-color "$@" 2>&1 | tee "$log" || status=$?
+    count_cases "$log"
+    return "$status"
 }
 
 # fuzz BACKEND DATABASE_URL: a server on DATABASE_URL, fuzzed until done; stopped after.
@@ -227,6 +274,10 @@ fuzz postgres "$POSTGRES_URL/$pg_db"
 
 if ((${#failed[@]})); then
     printf 'fuzz: FAILED: %s\n' "${failed[@]}" >&2
+    # A failure that no case counts (a server panic) still fails one.
+    ((cases_failed > 0)) || cases_failed=1
+    echo "fuzz: generated cases: $cases_passed passed, $cases_failed failed"
     exit 1
 fi
 echo "fuzz: every answer as documented, no 5xx (SQLite and PostgreSQL)"
+echo "fuzz: generated cases: $cases_passed passed, $cases_failed failed"

@@ -1,11 +1,12 @@
 //! Exactness across instances, with acquires batched (crates/limiter/src/decide/batch.rs): three
 //! instances on one database and one Redis, 64 clients hammering one token-bucket policy
-//! through all three over HTTP. Counted on Redis' own clock, from the bucket as it stood
-//! before the load to its last grant: the clients were granted what the bucket held plus
-//! what the rate refilled, minus what it holds at the end: never more (over-admission),
-//! and never more than 1% less (a grant taken from the bucket that no client received, or
-//! refill lost to a full bucket while clients were asking). The capacity is large next to
-//! the rate, so that only a stall of seconds could fill the bucket up.
+//! through all three over HTTP. The test first takes every permit the bucket holds, so
+//! that the count starts from an empty bucket; then, on Redis' own clock, the clients
+//! were granted exactly what the bucket held at the start (less than one permit) plus
+//! what the rate refilled, minus what it holds at the end: not one more (over-admission)
+//! and not one less (a grant taken from the bucket that no client received). Nothing of
+//! the refill can be lost to a full bucket: emptied, it takes fifty seconds to fill, far
+//! longer than the load (checked), so the equation holds exactly, without a margin.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -17,7 +18,8 @@ use crate::helpers::*;
 
 const CLIENTS: usize = 64;
 const HAMMER: Duration = Duration::from_millis(2500);
-const CAPACITY: f64 = 1000.0;
+// Fifty seconds of refill: far more than the load lasts.
+const CAPACITY: f64 = 10_000.0;
 const RATE: f64 = 200.0;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -47,6 +49,14 @@ async fn three_instances_grant_exactly_what_the_bucket_holds() {
             value.parse::<f64>().unwrap()
         }
     };
+    // Empty the bucket: take every whole permit it holds (it only grows between the read
+    // and the acquire, so the acquire is granted).
+    let held = state("curr_permits").await.floor() as i64;
+    expect_status(
+        instances[0].acquire(&key, "checkout", held).await,
+        StatusCode::OK,
+    )
+    .await;
     // From here on every grant is counted: the bucket as it stands, and its time.
     let (start_tokens, start_ms) = (state("curr_permits").await, state("last_mill_second").await);
 
@@ -77,16 +87,24 @@ async fn three_instances_grant_exactly_what_the_bucket_holds() {
     let granted = granted.load(Ordering::Relaxed) as f64;
     let (end_tokens, end_ms) = (state("curr_permits").await, state("last_mill_second").await);
     let refilled = (end_ms - start_ms) * RATE / 1000.0;
+    // The premise of an exact count: the bucket never filled up, so no refill was lost.
+    assert!(
+        start_tokens + refilled < CAPACITY,
+        "the bucket could have filled up ({start_tokens:.3} + {refilled:.3} refilled): \
+         a stall of seconds during the load"
+    );
     let given = start_tokens + refilled - end_tokens;
     let asked = granted + denied.load(Ordering::Relaxed) as f64;
+    // Floating-point sums over a few hundred grants: far below one permit.
     assert!(
-        granted <= given + 1e-6,
-        "over-admitted: {granted} granted, the bucket gave {given:.3} over {:.0} ms",
-        end_ms - start_ms
-    );
-    assert!(
-        granted >= 0.99 * given,
-        "under-admitted: {granted} granted, the bucket gave {given:.3}"
+        (granted - given).abs() < 1e-6,
+        "{granted} granted, the bucket gave {given:.6} over {:.0} ms ({})",
+        end_ms - start_ms,
+        if granted > given {
+            "over-admitted"
+        } else {
+            "under-admitted"
+        }
     );
     assert!(
         asked > start_tokens + refilled,

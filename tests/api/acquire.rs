@@ -216,7 +216,11 @@ async fn a_disabled_policy_grants_unenforced_and_leaves_the_bucket_alone() {
 async fn a_redis_outage_fails_closed_or_open_as_the_policy_says() {
     let mut redis = PrivateRedis::start().await;
     let db = fresh_database(Db::Sqlite).await;
-    let app = spawn_app_with(settings(&db, &redis.url(), "outage")).await;
+    // The subject is the outage: a Redis call gives up after the production default
+    // (100 ms), not the tests' seconds.
+    let mut s = settings(&db, &redis.url(), "outage");
+    s.redis_timeout_ms = 100;
+    let app = spawn_app_with(s).await;
     let key = app.shop_with_policy("closed.one", 100.0, 100).await;
     app.create_policy(json!({
         "name": "open.one", "owner_app": "shop", "rate": 100, "max_permits": 100,

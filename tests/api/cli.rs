@@ -17,10 +17,7 @@ fn ratekeeper_with(db_url: &str, args: &[&str], stdin: &str, env: &[(&str, &str)
     let mut child = Command::new(env!("CARGO_BIN_EXE_ratekeeper"))
         .args(args)
         .env("RATEKEEPER_DATABASE_URL", db_url)
-        .env(
-            "RATEKEEPER_REDIS_PREFIX",
-            format!("rktest-cli-{}", random_suffix()),
-        )
+        .env("RATEKEEPER_REDIS_PREFIX", test_prefix("cli"))
         .env("RATEKEEPER_REDIS_URL", redis_url())
         .env_remove("RATEKEEPER_TOKEN")
         .envs(env.iter().copied())
@@ -70,12 +67,7 @@ async fn migrate_then_create_an_admin_and_a_token_that_works() {
     assert!(token.starts_with("rk_pat_"));
 
     // The token opens the admin API of a server on the same database, as an admin.
-    let app = spawn_app_with(settings(
-        &db,
-        &redis_url(),
-        &format!("rktest-{}", random_suffix()),
-    ))
-    .await;
+    let app = spawn_app_with(settings(&db, &redis_url(), &test_prefix("app"))).await;
     let r = app
         .post(
             "/api/v1/apps",
@@ -155,7 +147,7 @@ async fn bad_configuration_is_refused_with_the_setting_named() {
 async fn serve_makes_a_one_time_admin_on_first_start_only() {
     // Application::build (what `serve` runs) bootstraps `admin` on an empty database.
     let db = fresh_database(Db::Sqlite).await;
-    let s = settings(&db, &redis_url(), &format!("rktest-{}", random_suffix()));
+    let s = settings(&db, &redis_url(), &test_prefix("app"));
     let users = |core: ratekeeper::startup::Core| async move {
         let mut tx = core.store.begin().await.unwrap();
         let n = tx.count_users().await.unwrap();
@@ -274,10 +266,7 @@ async fn logs_written_to_a_pipe_carry_no_colour_codes() {
         .env("RATEKEEPER_DATABASE_URL", &db)
         .env("RATEKEEPER_LISTEN", "127.0.0.1:0")
         .env("RATEKEEPER_REDIS_URL", redis_url())
-        .env(
-            "RATEKEEPER_REDIS_PREFIX",
-            format!("rktest-cli-{}", random_suffix()),
-        )
+        .env("RATEKEEPER_REDIS_PREFIX", test_prefix("cli"))
         .env("RUST_LOG", "info")
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -312,12 +301,7 @@ async fn logs_written_to_a_pipe_carry_no_colour_codes() {
 /// shop's policy `orders.create`.
 async fn shop_and_billing() -> (String, TestApp) {
     let db = fresh_database(Db::Sqlite).await;
-    let app = spawn_app_with(settings(
-        &db,
-        &redis_url(),
-        &format!("rktest-{}", random_suffix()),
-    ))
-    .await;
+    let app = spawn_app_with(settings(&db, &redis_url(), &test_prefix("app"))).await;
     app.create_app("shop").await;
     app.create_app("billing").await;
     app.create_policy(
@@ -414,7 +398,7 @@ async fn policies_plan_and_apply_against_a_server_with_an_owners_token() {
     )
     .await;
     let token = app.create_user("olga", Some(("shop", "owner"))).await;
-    let dir = std::env::temp_dir().join(format!("rk-cli-{}", random_suffix()));
+    let dir = fresh_dir("cli");
     std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join("shop.yaml");
     std::fs::write(&file, SHOP_FILE).unwrap();
@@ -526,7 +510,7 @@ async fn policies_plan_and_apply_against_a_server_with_an_owners_token() {
 #[tokio::test]
 async fn policies_apply_without_a_server_writes_the_database_and_pushes_to_redis() {
     let db = fresh_database(Db::Postgres).await;
-    let prefix = format!("rktest-{}", random_suffix());
+    let prefix = test_prefix("app");
     let app = spawn_app_with(settings(&db, &redis_url(), &prefix)).await;
     app.create_app("shop").await;
     app.create_policy(
@@ -582,7 +566,7 @@ async fn policies_apply_without_a_server_writes_the_database_and_pushes_to_redis
 
 /// A directory of the test's own for files the binary reads.
 fn scratch_dir() -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("rk-cli-{}", random_suffix()));
+    let dir = fresh_dir("cli");
     std::fs::create_dir_all(&dir).unwrap();
     dir
 }

@@ -81,7 +81,7 @@ async fn works_on_a_redis_cluster() {
 #[tokio::test]
 async fn shutdown_finishes_and_stops_serving() {
     let db = fresh_database(Db::Sqlite).await;
-    let s = settings(&db, &redis_url(), &format!("rktest-{}", random_suffix()));
+    let s = settings(&db, &redis_url(), &test_prefix("app"));
     let app = ratekeeper::startup::Application::build(s).await.unwrap();
     let url = format!("http://127.0.0.1:{}/healthz", app.port());
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
@@ -97,7 +97,7 @@ async fn shutdown_finishes_and_stops_serving() {
 
 #[tokio::test]
 async fn a_config_file_is_read_and_the_environment_overrides_it() {
-    let dir = std::env::temp_dir().join(format!("ratekeeper-tests/config-{}", random_suffix()));
+    let dir = fresh_dir("config");
     std::fs::create_dir_all(&dir).unwrap();
     let from_file = dir.join("from-file.db");
     let from_env = dir.join("from-env.db");

@@ -304,7 +304,7 @@ async fn the_policy_page_and_the_file_show_the_mode_and_the_would_be_denials() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn another_instance_stops_denying_from_memory_when_it_hears_of_a_switch_to_shadow() {
     let direct = fresh_database(Db::Postgres).await;
-    let prefix = format!("rkmode-{}", random_suffix());
+    let prefix = test_prefix("mode");
     let first = spawn_app_with(settings(&direct, &redis_url(), &prefix)).await;
     let (mut proxy, through_proxy) = TcpProxy::in_front_of_database(&direct).await;
     let second = spawn_app_with(settings(&through_proxy, &redis_url(), &prefix)).await;

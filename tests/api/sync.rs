@@ -406,7 +406,7 @@ async fn a_key_revoked_on_one_instance_stops_working_on_the_others_at_once() {
 #[tokio::test]
 async fn an_api_keys_last_use_is_recorded_by_the_next_pass() {
     let db = fresh_database(Db::Sqlite).await;
-    let mut s = settings(&db, &redis_url(), &format!("rktest-{}", random_suffix()));
+    let mut s = settings(&db, &redis_url(), &test_prefix("app"));
     s.sync_interval_ms = 100;
     let app = spawn_app_with(s).await;
     let key = app.shop_with_policy("orders.create", 100.0, 100).await;

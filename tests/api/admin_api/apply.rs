@@ -427,76 +427,108 @@ async fn overlapping_applies_end_as_one_file(db: Db) {
 }
 on_every_backend!(apply_overlapping, overlapping_applies_end_as_one_file);
 
-/// An apply that the database aborts to break a deadlock is made again, from its plan:
-/// the caller sees 200 and the file's state, not the abort. The test holds `y` locked,
-/// the apply (of `x`, pruning `y`) locks `x` and waits for `y`, then the test asks for `x`:
-/// a deadlock. MariaDB may abort either, and the apply succeeds either way. PostgreSQL
-/// checks a waiting transaction once, `deadlock_timeout` (1 s) after it began to wait: it
-/// aborts the apply when the test crossed before that, but on a loaded machine the test may
-/// cross later, and then its own transaction is the one aborted and nothing is retried. So
-/// on PostgreSQL the scenario is played again, with an application of its own each time,
-/// until the apply was the one aborted (at most 5 times). Not on SQLite, whose one writer
-/// cannot deadlock.
-async fn an_apply_aborted_by_a_deadlock_is_made_again(db: Db) {
+/// An apply that the database aborts (a deadlock, a serialization failure: SQLSTATE
+/// 40001) is made again from the start, once: the caller sees 200 and the file's state,
+/// not the abort, and the change lands exactly once. The abort is forced, so that the
+/// retry runs every time: a trigger raises SQLSTATE 40001 at the first audit event
+/// written, and lets every later one through; it counts its calls outside the
+/// transaction it aborts (a PostgreSQL sequence, a MariaDB MyISAM table: neither is rolled
+/// back). A real deadlock is classified as such an abort in `store::transactions`. Not on
+/// SQLite, whose one writer cannot deadlock and which has no SQLSTATE to raise.
+async fn an_apply_aborted_by_the_database_is_made_again(db: Db) {
     let app = spawn_app(db).await;
-    let store = app.core().await.store;
-    let url = app.settings.database_url.expose_secret().to_owned();
-    for attempt in 0..5 {
-        let shop = format!("shop{attempt}");
-        let (x, y) = (format!("x{attempt}"), format!("y{attempt}"));
-        app.create_app(&shop).await;
-        for name in [&x, &y] {
-            app.create_policy(minimal_policy(name, &shop)).await;
-        }
-        let mut held = store.begin().await.unwrap();
-        held.policy_by_name_for_update(&y).await.unwrap();
-        let file =
-            format!("app: {shop}\npolicies:\n  - name: {x}\n    rate: 10\n    max_permits: 3\n");
-        let applying = tokio::spawn({
-            let (url, token) = (app.url("/api/v1/apply?prune=true"), app.admin_token.clone());
-            let client = app.client.clone();
-            async move {
-                let r = client.post(url).bearer_auth(token);
-                r.header("content-type", "application/yaml")
-                    .body(file)
-                    .send()
-                    .await
-                    .unwrap()
-            }
-        });
-        assert!(
-            lock_waits_reach(&url, db, 1).await,
-            "the apply never waited"
-        );
-        let apply_aborted = held.policy_by_name_for_update(&x).await.is_ok();
-        drop(held);
-        let answer = applying.await.unwrap();
-        let plan = expect_status(answer, StatusCode::OK).await;
-        assert_eq!(
-            actions(&plan),
-            [
-                (x.clone(), "update".to_owned()),
-                (y.clone(), "delete".to_owned())
-            ]
-        );
-        assert_eq!(
-            admin_reads(&app, &format!("/api/v1/policies/{x}")).await["max_permits"],
-            3
-        );
-        expect_problem(
-            app.get(&format!("/api/v1/policies/{y}"), &app.admin_token)
-                .await,
-            StatusCode::NOT_FOUND,
-        )
-        .await;
-        if db != Db::Postgres || apply_aborted {
-            return;
-        }
+    app.create_app("shop").await;
+    app.create_policy(minimal_policy("x", "shop")).await;
+    let owner = app.create_user("olga", Some(("shop", "owner"))).await;
+    let mut sql = abort_the_first_audit_event(&app, db).await;
+
+    let file = "app: shop\npolicies:\n  - name: x\n    rate: 10\n    max_permits: 3\n";
+    let plan = expect_status(apply(&app, "", &owner, file).await, StatusCode::OK).await;
+    assert_eq!(plan["applied"], true);
+    assert_eq!(actions(&plan), [("x".to_owned(), "update".to_owned())]);
+
+    // The trigger ran twice: it aborted the first attempt, and let the retry's event in.
+    assert_eq!(audit_trigger_calls(&mut sql, db).await, 2);
+    // The change landed once: one new version, one audit event, one history entry.
+    let x = admin_reads(&app, "/api/v1/policies/x").await;
+    assert_eq!(
+        (x["max_permits"].as_i64(), x["version"].as_i64()),
+        (Some(3), Some(2))
+    );
+    let events = app.audit("?user=olga").await;
+    let done: Vec<_> = events
+        .iter()
+        .map(|e| {
+            (
+                e["action"].as_str().unwrap(),
+                e["entity_id"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(done, [("update", "x")]);
+    let versions = admin_reads(&app, "/api/v1/policies/x/versions").await;
+    assert_eq!(versions.as_array().unwrap().len(), 2, "{versions}");
+}
+
+/// Installs, on the app's database, a trigger that aborts the first insert into
+/// `audit_events` with SQLSTATE 40001 (serialization failure) and lets every later one
+/// through; returns the connection, to read how often it ran (`audit_trigger_calls`).
+async fn abort_the_first_audit_event(app: &TestApp, db: Db) -> sqlx::AnyConnection {
+    use sqlx::Connection;
+    let url = app.settings.database_url.expose_secret();
+    let mut sql = sqlx::AnyConnection::connect(url).await.unwrap();
+    let statements: &[&str] = match db {
+        // nextval() is never rolled back: the count survives the abort.
+        Db::Postgres => &[
+            "CREATE SEQUENCE audit_trigger_calls",
+            "CREATE FUNCTION abort_first_audit() RETURNS trigger LANGUAGE plpgsql AS $$ \
+             BEGIN \
+                 IF nextval('audit_trigger_calls') = 1 THEN \
+                     RAISE EXCEPTION 'test: the first audit event aborts' \
+                         USING ERRCODE = 'serialization_failure'; \
+                 END IF; \
+                 RETURN NEW; \
+             END $$",
+            "CREATE TRIGGER abort_first_audit BEFORE INSERT ON audit_events \
+             FOR EACH ROW EXECUTE FUNCTION abort_first_audit()",
+        ],
+        // MyISAM is not transactional: the row the trigger writes stays after the abort.
+        Db::MySql => &[
+            "CREATE TABLE audit_trigger_calls (n INT) ENGINE = MyISAM",
+            "CREATE TRIGGER abort_first_audit BEFORE INSERT ON audit_events FOR EACH ROW \
+             BEGIN \
+                 INSERT INTO audit_trigger_calls VALUES (1); \
+                 IF (SELECT COUNT(*) FROM audit_trigger_calls) = 1 THEN \
+                     SIGNAL SQLSTATE '40001' \
+                         SET MESSAGE_TEXT = 'test: the first audit event aborts'; \
+                 END IF; \
+             END",
+        ],
+        Db::Sqlite => unreachable!("SQLite raises no SQLSTATE"),
+    };
+    for statement in statements {
+        sqlx::raw_sql(sqlx::AssertSqlSafe(*statement))
+            .execute(&mut sql)
+            .await
+            .expect("the trigger is installed");
     }
-    panic!("PostgreSQL never aborted the apply in 5 attempts: its retry was not exercised");
+    sql
+}
+
+/// How often the trigger of `abort_the_first_audit_event` ran.
+async fn audit_trigger_calls(sql: &mut sqlx::AnyConnection, db: Db) -> i64 {
+    let query = match db {
+        Db::Postgres => "SELECT last_value FROM audit_trigger_calls",
+        Db::MySql => "SELECT COUNT(*) FROM audit_trigger_calls",
+        Db::Sqlite => unreachable!("SQLite raises no SQLSTATE"),
+    };
+    sqlx::query_scalar(sqlx::AssertSqlSafe(query))
+        .fetch_one(sql)
+        .await
+        .unwrap()
 }
 
 on_row_locking_backends!(
-    apply_after_a_deadlock,
-    an_apply_aborted_by_a_deadlock_is_made_again
+    apply_after_an_abort,
+    an_apply_aborted_by_the_database_is_made_again
 );

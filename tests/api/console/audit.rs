@@ -190,3 +190,127 @@ async fn an_audit_log_of_exactly_one_page_has_no_next_link() {
     assert_eq!(audit_rows(&first).len(), 50);
     assert_eq!(link(&first, "next"), None, "page 2 would be empty");
 }
+
+/// Every kind of change not audited in a test of its own leaves exactly its audit event,
+/// naming who did what to which entity: deleting an application, revoking one's access
+/// token, setting one's own password, an admin resetting another's, disabling a user,
+/// rotating an API key (two: the new key's creation, and the rotation of the old one),
+/// resetting a caller's bucket. (Applying a policy file and rolling
+/// a policy back are checked in `admin_api::apply` and `admin_api::policy_history`.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_other_change_leaves_its_audit_event() {
+    let app = spawn_app(Db::Sqlite).await;
+    let key_id = shop_and_people(&app).await;
+    app.create_app("gone").await;
+    app.create_policy(json!({
+        "name": "logins", "owner_app": "shop", "scope": "per_key", "rate": 1, "max_permits": 5
+    }))
+    .await;
+    let mut admin = app.sign_in_as_admin().await;
+    let mut olga = app.sign_in("olga").await;
+    let admin_token = app.admin_token.clone();
+    // The id of one of olga's access tokens, as her account page shows it.
+    let account = olga.get("/account").await;
+    let at = account
+        .body
+        .find("data-token=\"")
+        .expect("a token on /account")
+        + 12;
+    let olgas_token: String = account.body[at..]
+        .chars()
+        .take_while(|c| *c != '"')
+        .collect();
+
+    // Each change, then the events it must add, newest first: (actor, entity type,
+    // action, entity), and not one more.
+    let mut seen = app.audit_count().await;
+    let mut expect_events = async |change: &str, want: &[[&str; 4]]| {
+        let events = app.audit("").await;
+        let count = app.audit_count().await;
+        assert_eq!(count, seen + want.len(), "{change}: new audit events");
+        seen = count;
+        for (event, want) in events.iter().zip(want) {
+            let got = ["actor", "entity_type", "action", "entity_id"].map(|f| event[f].as_str());
+            assert_eq!(got, want.map(Some), "{change}: {event}");
+        }
+    };
+
+    let r = app
+        .send("DELETE", "/api/v1/apps/gone", &admin_token, None)
+        .await;
+    expect_status(r, StatusCode::NO_CONTENT).await;
+    expect_events("app delete", &[["admin", "app", "delete", "gone"]]).await;
+
+    olga.post_form(&format!("/account/tokens/{olgas_token}/revoke"), &[])
+        .await
+        .assert_redirect("/account?done=token-revoked#tokens");
+    expect_events(
+        "token revoke",
+        &[["olga", "access_token", "revoke", &olgas_token]],
+    )
+    .await;
+
+    let new_password = "olgas brand new password";
+    olga.post_form(
+        "/account/password",
+        &[
+            ("current_password", PASSWORD),
+            ("new_password", new_password),
+            ("confirm_password", new_password),
+        ],
+    )
+    .await
+    .assert_redirect("/account?done=password-changed");
+    expect_events("own password", &[["olga", "user", "set_password", "olga"]]).await;
+
+    admin
+        .post_form("/users/otto/password", &[("password", "set by the admin")])
+        .await
+        .assert_redirect("/users?done=password-reset");
+    expect_events(
+        "password reset",
+        &[["admin", "user", "set_password", "otto"]],
+    )
+    .await;
+
+    admin
+        .post_form("/users/ulla", &[("role", "member"), ("disabled", "on")])
+        .await
+        .assert_redirect("/users?done=user-updated");
+    expect_events("user disable", &[["admin", "user", "update", "ulla"]]).await;
+    let disabled = app.audit("").await[0]["after"].clone();
+    assert_eq!(disabled, json!({"admin": false, "disabled": true}));
+
+    let r = app
+        .post(
+            &format!("/api/v1/apps/shop/keys/{key_id}/rotate"),
+            &admin_token,
+            json!({"old_key_expires_at": "now"}),
+        )
+        .await;
+    let rotated = expect_status(r, StatusCode::CREATED).await;
+    let new_key_id = rotated["id"].as_str().unwrap().to_owned();
+    expect_events(
+        "key rotate",
+        &[
+            ["admin", "api_key", "rotate", &key_id],
+            ["admin", "api_key", "create", &new_key_id],
+        ],
+    )
+    .await;
+
+    let r = app
+        .send(
+            "DELETE",
+            "/api/v1/policies/logins/state?key=mallory",
+            &admin_token,
+            None,
+        )
+        .await;
+    expect_status(r, StatusCode::NO_CONTENT).await;
+    expect_events(
+        "bucket reset",
+        &[["admin", "policy", "reset_bucket", "logins"]],
+    )
+    .await;
+}

@@ -216,3 +216,173 @@ async fn every_console_form_needs_the_sessions_own_csrf_token() {
         }
     }
 }
+
+/// The console's route table, as written: the list of POST routes is read from it, so
+/// that a route added there is covered here without anyone listing it.
+// It should become a public list of the console's routes (`console::POST_ROUTES`), read
+// here instead of the source.
+const CONSOLE_ROUTES_SOURCE: &str = include_str!("../../../src/console/routes.rs");
+
+/// The path pattern of every `web::post()` route in `console::routes`, in order: from
+/// `.route("/path", web::post()...)` and from `web::resource("/path")` followed by
+/// `.route(web::post()...)`.
+fn console_post_routes() -> Vec<String> {
+    let source = CONSOLE_ROUTES_SOURCE;
+    let body = &source[source.find("pub fn routes(").expect("console::routes")..];
+    let body = &body[..body.find("\n}\n").expect("the end of console::routes")];
+    // The first string literal at or after `at`, and where it ends.
+    let literal = |at: usize| -> (String, usize) {
+        let start = at + body[at..].find('"').unwrap() + 1;
+        let end = start + body[start..].find('"').unwrap();
+        (body[start..end].to_owned(), end)
+    };
+    let mut routes = Vec::new();
+    let mut resource = None;
+    let mut at = 0;
+    while let Some(found) = [".route(", "web::resource("]
+        .iter()
+        .filter_map(|token| body[at..].find(token).map(|i| (at + i, *token)))
+        .min()
+    {
+        let (start, token) = found;
+        at = start + token.len();
+        if token == "web::resource(" {
+            let (path, end) = literal(at);
+            resource = Some(path);
+            at = end;
+            continue;
+        }
+        let rest = body[at..].trim_start();
+        let (path, method_at) = if rest.starts_with('"') {
+            let (path, end) = literal(at);
+            (path, end)
+        } else {
+            (resource.clone().expect("a resource's route"), at)
+        };
+        let method = &body[method_at..];
+        let method = &method[method.find("web::").unwrap() + "web::".len()..];
+        let method = &method[..method.find('(').unwrap()];
+        if method == "post" {
+            routes.push(path);
+        }
+    }
+    routes
+}
+
+#[test]
+fn the_console_route_table_is_read_as_written() {
+    let routes = console_post_routes();
+    // Spot checks of both shapes, and of the count: a parser gone wrong finds fewer.
+    assert!(routes.contains(&"/login".to_owned()), "{routes:?}");
+    assert!(
+        routes.contains(&"/apps/{slug}/policies".to_owned()),
+        "{routes:?}"
+    );
+    assert!(
+        routes.contains(&"/policy-files/apply".to_owned()),
+        "{routes:?}"
+    );
+    assert!(
+        !routes.contains(&"/audit".to_owned()),
+        "a GET route: {routes:?}"
+    );
+    assert!(
+        routes.len() >= 23,
+        "{} POST routes: {routes:?}",
+        routes.len()
+    );
+}
+
+/// A POST route's pattern with real names in place of its parameters: the application,
+/// policy, user, key and token the story made, so that the only thing wrong with the
+/// request is its CSRF token.
+fn concrete(pattern: &str, key_id: &str, token_id: &str) -> String {
+    let id = if pattern.starts_with("/account/tokens/") {
+        token_id
+    } else {
+        key_id
+    };
+    pattern
+        .replace("{slug}", "shop")
+        .replace("{name:.+}", "orders.create")
+        .replace("{username}", "vic")
+        .replace("{id}", id)
+}
+
+/// Fields that the route's form would send (a forged post would send them too).
+fn fields_for(pattern: &str) -> Vec<(&'static str, &'static str)> {
+    let mut fields = match pattern {
+        "/apps" => vec![("slug", "forged-app"), ("name", "Forged")],
+        "/apps/{slug}/settings" => {
+            vec![("slug", "forged"), ("name", "Forged"), ("description", "")]
+        }
+        "/apps/{slug}/members" => vec![("username", "ulla"), ("role", "owner")],
+        "/apps/{slug}/keys" | "/account/tokens" => vec![("label", "forged")],
+        "/apps/{slug}/keys/{id}/rotate" => vec![("old_key_valid_for", "now")],
+        "/apps/{slug}/policies" => super::policy_fields("forged.one", "5"),
+        "/policies/{name:.+}/edit" => super::policy_fields("orders.create", "99"),
+        "/policies/{name:.+}/rollback" => vec![("to_version", "1")],
+        "/policies/{name:.+}/reset" => vec![("key", "x")],
+        "/policy-files/plan" | "/policy-files/apply" => {
+            vec![("file", "app: shop\npolicies: []\n"), ("prune", "true")]
+        }
+        "/users" => vec![("username", "nina"), ("password", "ninas first password")],
+        "/users/{username}" => vec![("role", "admin")],
+        "/users/{username}/password" => vec![("password", "set by the admin")],
+        "/account/password" => vec![
+            ("current_password", PASSWORD),
+            ("new_password", "a brand new password"),
+            ("confirm_password", "a brand new password"),
+        ],
+        _ => vec![],
+    };
+    if pattern.starts_with("/policies/") {
+        fields.push(("version", "1"));
+    }
+    fields
+}
+
+/// Every POST route of the console but the sign-in form (which has a token of its own,
+/// tested above), as read from the route table: posted by a signed-in admin, who may do
+/// everything, without a `csrf` field and with another session's token, it is refused
+/// with 403 and changes nothing (no application, member, key, policy, user or password,
+/// no audit event), and the session survives.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_console_post_route_refuses_a_forged_post() {
+    let app = spawn_app(Db::Sqlite).await;
+    let key_id = shop_and_people(&app).await;
+    let mut admin = app.sign_in_as_admin().await;
+    let foreign_token = app.sign_in("olga").await.session_csrf().await;
+    // A token of the admin's own to revoke: the id the account page shows.
+    let account = admin.get("/account").await;
+    let at = account
+        .body
+        .find("data-token=\"")
+        .expect("a token on /account")
+        + 12;
+    let token_id: String = account.body[at..]
+        .chars()
+        .take_while(|c| *c != '"')
+        .collect();
+
+    let routes: Vec<String> = console_post_routes()
+        .into_iter()
+        .filter(|route| route != "/login")
+        .collect();
+    let before = snapshot(&app).await;
+    for pattern in &routes {
+        let path = concrete(pattern, &key_id, &token_id);
+        let fields = fields_for(pattern);
+        for (csrf, what) in [
+            (None, "no csrf field"),
+            (Some(foreign_token.as_str()), "a foreign token"),
+        ] {
+            let page = admin.post_with_csrf(&path, &fields, csrf).await;
+            let what = format!("POST {path} ({pattern}) with {what}");
+            refused_without_trace(&app, &before, &what, page, StatusCode::FORBIDDEN).await;
+            assert!(admin.is_signed_in().await, "{what}: the session survives");
+        }
+    }
+    // The route table's 22 POST routes but /login, today; more as they are added.
+    assert!(routes.len() >= 22, "{routes:?}");
+}

@@ -10,7 +10,7 @@ use reqwest::{Response, StatusCode};
 use secrecy::{ExposeSecret, SecretString};
 use serde_json::{Value, json};
 
-use super::services::{Db, fresh_database, random_suffix, redis_url, settings};
+use super::services::{Db, fresh_database, redis_url, settings, test_prefix};
 
 pub struct TestApp {
     pub address: String,
@@ -25,12 +25,7 @@ pub struct TestApp {
 
 pub async fn spawn_app(db: Db) -> TestApp {
     let url = fresh_database(db).await;
-    spawn_app_with(settings(
-        &url,
-        &redis_url(),
-        &format!("rktest-{}", random_suffix()),
-    ))
-    .await
+    spawn_app_with(settings(&url, &redis_url(), &test_prefix("app"))).await
 }
 
 /// Starts the real server with these settings, on its own task.

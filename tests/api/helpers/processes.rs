@@ -10,7 +10,7 @@ use std::time::Duration;
 use tokio::task::JoinHandle;
 
 use super::eventually;
-use super::services::random_suffix;
+use super::services::fresh_dir;
 
 /// A loopback port nothing listens on (at the moment of asking).
 pub fn free_port() -> u16 {
@@ -142,9 +142,7 @@ impl LocalCluster {
     }
 
     pub async fn start_on(ports: Vec<u16>) -> Self {
-        let dir =
-            std::env::temp_dir().join(format!("ratekeeper-tests/cluster-{}", random_suffix()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = fresh_dir("cluster");
         let nodes = ports
             .iter()
             .map(|port| {

@@ -1,8 +1,16 @@
 //! The shared services a test uses: a new database of each SQL backend, the Redis URL
 //! and key prefixes, and a Redis server of the test's own.
+//!
+//! Everything a test makes on the shared servers carries the run's id (`run_id`): the
+//! databases `rk_test_<run>_<random>`, the Redis keys `rktest-<run>-...`, the SQLite files
+//! and sockets under `<temp dir>/ratekeeper-tests/<run>/`. `scripts/test.sh` picks the id
+//! (`RK_TEST_RUN`) and removes exactly that run's leftovers when it exits, pass or fail,
+//! so that concurrent runs from two checkouts never drop each other's databases.
 
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use rand::Rng;
 use ratekeeper::config::Settings;
@@ -29,16 +37,60 @@ pub fn redis_url() -> String {
     env_or("RK_TEST_REDIS_URL", "redis://127.0.0.1:6379")
 }
 
+/// This run's id, `<unix seconds>_<random hex>`: `RK_TEST_RUN` when set (by
+/// `scripts/test.sh`), else one made for this process, so that a bare `cargo test` still
+/// names what it makes apart from any other run's. The time in it lets a later run tell
+/// a day-old leftover from a live run's databases without asking the servers.
+pub fn run_id() -> &'static str {
+    static RUN: OnceLock<String> = OnceLock::new();
+    RUN.get_or_init(|| match std::env::var("RK_TEST_RUN") {
+        Ok(run) => {
+            // It ends up inside SQL identifiers and Redis match patterns: only these.
+            assert!(
+                !run.is_empty()
+                    && run
+                        .bytes()
+                        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_'),
+                "RK_TEST_RUN={run:?}: only a-z, 0-9 and _"
+            );
+            run
+        }
+        Err(_) => {
+            let now = SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .unwrap()
+                .as_secs();
+            let n: u32 = rand::rng().random();
+            format!("{now}_{:06x}", n & 0xff_ffff)
+        }
+    })
+}
+
+/// A Redis key prefix of this run's, for one server or script: `rktest-<run>-<what>-<random>`.
+pub fn test_prefix(what: &str) -> String {
+    format!("rktest-{}-{what}-{}", run_id(), random_suffix())
+}
+
+/// This run's temp dir (SQLite files, sockets, configs), made on first use.
+pub fn test_dir() -> PathBuf {
+    let dir = std::env::temp_dir().join("ratekeeper-tests").join(run_id());
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    dir
+}
+
+/// A new dir of the test's own inside this run's temp dir.
+pub fn fresh_dir(what: &str) -> PathBuf {
+    let dir = test_dir().join(format!("{what}-{}", random_suffix()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    dir
+}
+
 /// A new, empty database of the backend; its URL.
 pub async fn fresh_database(db: Db) -> String {
     sqlx::any::install_default_drivers();
-    let name = format!("rk_test_{}", random_suffix());
+    let name = format!("rk_test_{}_{}", run_id(), random_suffix());
     match db {
-        Db::Sqlite => {
-            let dir = std::env::temp_dir().join("ratekeeper-tests");
-            std::fs::create_dir_all(&dir).expect("temp dir");
-            format!("sqlite://{}/{name}.db", dir.display())
-        }
+        Db::Sqlite => format!("sqlite://{}/{name}.db", test_dir().display()),
         Db::Postgres => {
             let server = env_or("RK_TEST_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432");
             let mut conn = sqlx::AnyConnection::connect(&format!("{server}/postgres"))
@@ -72,7 +124,10 @@ pub fn settings(database_url: &str, redis_url: &str, prefix: &str) -> Settings {
         redis_prefix: prefix.to_owned(),
         // Long by default so that tests decide when a reconcile pass runs.
         sync_interval_ms: 60_000,
-        redis_timeout_ms: 500,
+        // Seconds: on a loaded 2-core machine a healthy Redis can take longer than a
+        // tight timeout to answer, which would fail a test about something else. Tests
+        // whose subject is a Redis outage set a short one themselves.
+        redis_timeout_ms: 5_000,
         database_timeout_ms: 1000,
         workers: Some(1),
         console_concurrency: None,
@@ -89,9 +144,7 @@ pub struct PrivateRedis {
 
 impl PrivateRedis {
     pub async fn start() -> Self {
-        let dir = std::env::temp_dir().join("ratekeeper-tests");
-        std::fs::create_dir_all(&dir).unwrap();
-        let socket = dir.join(format!("redis-{}.sock", random_suffix()));
+        let socket = test_dir().join(format!("redis-{}.sock", random_suffix()));
         let child = Command::new("redis-server")
             .args([
                 "--port",

@@ -19,7 +19,7 @@ use ratekeeper_limiter::{
 };
 use redis::cluster_routing::Slot;
 
-use crate::helpers::{LocalCluster, random_suffix, redis_url};
+use crate::helpers::{LocalCluster, redis_url, test_prefix};
 
 fn slug(s: &str) -> AppSlug {
     AppSlug::parse(s).unwrap()
@@ -205,7 +205,7 @@ fn bucket_of<'a>(config: &'a PolicyConfig, caller: &'a str) -> KeyedBucket<'a> {
 }
 
 async fn limiter_with_policies(url: &str, calls: &IntCounter) -> (Limiter, String) {
-    let prefix = format!("rktest-batch-{}", random_suffix());
+    let prefix = test_prefix("batch");
     let limiter = Limiter::new(url, &prefix, Duration::from_secs(5))
         .unwrap()
         .counting_into(calls.clone());

@@ -4,7 +4,7 @@
 use redis::Script;
 use redis::aio::MultiplexedConnection;
 
-use crate::helpers::{PrivateRedis, random_suffix, redis_url};
+use crate::helpers::{PrivateRedis, redis_url, test_prefix};
 
 // The scripts as the server loads them (with the algorithm numbers ahead of them).
 fn bucket() -> Script {
@@ -32,7 +32,7 @@ impl Bucket {
     async fn on(url: &str, max_permits: i64, rate: f64, apps: &str) -> Self {
         let client = redis::Client::open(url).unwrap();
         let conn = client.get_multiplexed_async_connection().await.unwrap();
-        let key = format!("rktest-lua-{}:{{p}}", random_suffix());
+        let key = format!("{}:{{p}}", test_prefix("lua"));
         let b = Self { conn, key };
         b.sync(1, 1, max_permits, rate, apps, true).await;
         b

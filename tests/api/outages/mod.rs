@@ -18,7 +18,7 @@ use crate::helpers::*;
 /// (fails open). Returns the app and the two keys.
 async fn shop_and_other(redis_url: &str, timeout_ms: u64) -> (TestApp, String, String) {
     let db = fresh_database(Db::Sqlite).await;
-    let mut s = settings(&db, redis_url, &format!("rkout-{}", random_suffix()));
+    let mut s = settings(&db, redis_url, &test_prefix("outage"));
     s.redis_timeout_ms = timeout_ms;
     let app = spawn_app_with(s).await;
     app.create_app("shop").await;

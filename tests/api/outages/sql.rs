@@ -15,7 +15,7 @@ use super::*;
 async fn app_behind_a_proxy() -> (TcpProxy, TestApp) {
     let direct = fresh_database(Db::Postgres).await;
     let (proxy, url) = TcpProxy::in_front_of_database(&direct).await;
-    let mut s = settings(&url, &redis_url(), &format!("rksql-{}", random_suffix()));
+    let mut s = settings(&url, &redis_url(), &test_prefix("sql"));
     s.database_timeout_ms = 300;
     (proxy, spawn_app_with(s).await)
 }
@@ -108,10 +108,7 @@ fn serve_with_backtraces(database_url: &str) -> (std::process::Child, String, Ar
         .env("RATEKEEPER_DATABASE_URL", database_url)
         .env("RATEKEEPER_LISTEN", "127.0.0.1:0")
         .env("RATEKEEPER_REDIS_URL", redis_url())
-        .env(
-            "RATEKEEPER_REDIS_PREFIX",
-            format!("rksql-{}", random_suffix()),
-        )
+        .env("RATEKEEPER_REDIS_PREFIX", test_prefix("sql"))
         .env("RATEKEEPER_DATABASE_TIMEOUT_MS", "300")
         .env("RUST_BACKTRACE", "1")
         .env("RUST_LOG", "info")

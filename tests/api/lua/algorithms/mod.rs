@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use redis::aio::MultiplexedConnection;
 use redis::{FromRedisValue, RedisResult};
 
-use crate::helpers::{random_suffix, redis_url};
+use crate::helpers::{random_suffix, redis_url, test_prefix};
 use crate::lua::scripts::*;
 
 mod accuracy;
@@ -113,7 +113,7 @@ impl Policy {
     async fn new(config: Config) -> Self {
         let client = redis::Client::open(redis_url()).unwrap();
         let conn = client.get_multiplexed_async_connection().await.unwrap();
-        let key = format!("rktest-algo-{}:{{p}}", random_suffix());
+        let key = format!("{}:{{p}}", test_prefix("algo"));
         let p = Self {
             conn,
             key,

@@ -18,7 +18,7 @@ use std::sync::LazyLock;
 use redis::aio::MultiplexedConnection;
 use redis::{Script, Value};
 
-use crate::helpers::{random_suffix, redis_url};
+use crate::helpers::{random_suffix, redis_url, test_prefix};
 use crate::lua::scripts::*;
 
 mod aged_out;
@@ -118,7 +118,7 @@ impl Policy {
     async fn unconfigured(algo: Algo, span_ms: i64) -> Self {
         let client = redis::Client::open(redis_url()).unwrap();
         let conn = client.get_multiplexed_async_connection().await.unwrap();
-        let key = format!("rktest-state-{}:{{p}}", random_suffix());
+        let key = format!("{}:{{p}}", test_prefix("state"));
         Self {
             conn,
             key,
