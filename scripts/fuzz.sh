@@ -14,6 +14,8 @@
 #   scripts/fuzz.sh                  # at most RK_FUZZ_EXAMPLES (30) generated cases an operation
 #   RK_FUZZ_POSTGRES_URL=postgres://user@host:5432 scripts/fuzz.sh  # another PostgreSQL server
 #   RK_FUZZ_BIN=path/to/ratekeeper scripts/fuzz.sh  # a server binary already built (test.sh)
+# Per backend it prints each operation's generated requests and how many the server
+# accepted (2xx) (scripts/fuzz_accepted.py, from schemathesis's HAR report).
 # Its last line counts the generated cases: `fuzz: generated cases: N passed, N failed`.
 set -euo pipefail
 
@@ -128,8 +130,10 @@ schemathesis_run() { # schemathesis_run API DIR BEARER_TOKEN SCHEMATHESIS_ARGS..
     local api=$1 dir=$2 bearer=$3 status=0 log
     shift 3
     log="$(mktemp -p "$dir")"
+    # Every request and its answer, for the accepted cases per operation (below).
     schemathesis --config-file "$dir/schemathesis.toml" run "$api/api/openapi.json" \
         -H "Authorization: Bearer $bearer" --checks "$CHECKS" --max-examples "$EXAMPLES" \
+        --report har --report-har-path "$log.har" \
         --no-color "$@" 2>&1 | tee "$log" || status=$?
     count_cases "$log"
     return "$status"
@@ -233,6 +237,9 @@ values = ["closed", "open"]
 [dictionaries.roles]
 values = ["owner", "viewer"]
 
+[dictionaries.versions]
+values = [1, 2]
+
 [parameters]
 "path.slug" = { dictionary = "apps", probability = 0.5 }
 "query.app" = { dictionary = "apps", probability = 0.5 }
@@ -247,6 +254,8 @@ values = ["owner", "viewer"]
 "query.key" = { dictionary = "keys", probability = 0.5 }
 "body.resource" = { dictionary = "policies", probability = 0.8 }
 "body.lease_id" = { dictionary = "leases", probability = 0.8 }
+"body.version" = { dictionary = "versions", probability = 0.5 }
+"body.to_version" = { dictionary = "versions", probability = 0.5 }
 EOF
 
     # The client API first: the admin API's fuzzing may revoke the key and change or
@@ -258,6 +267,11 @@ EOF
     schemathesis_run "$api" "$dir" "$token" --exclude-path-regex '^/v1/' ||
         failed+=("$backend: admin API")
 
+    # What the fuzzing reached: a request refused by validation (4xx) tests little behind
+    # it, so the case counts above say less than the accepted ones.
+    curl -fsS "$api/api/openapi.json" >"$dir/openapi.json"
+    echo "fuzz: $backend: generated requests per operation, and how many were accepted"
+    python3 scripts/fuzz_accepted.py "$dir/openapi.json" "$dir"/*.har
     stop_server
     if grep -q 'panicked' "$dir/server.log"; then
         cat "$dir/server.log"

@@ -21,13 +21,21 @@ use ratekeeper_limiter::{Decided, Decision};
 pub struct AcquireRequest {
     /// The policy name.
     #[serde(default, deserialize_with = "crate::control::not_null")]
+    #[schema(nullable = false, pattern = "^[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}$")]
     pub resource: Option<String>,
     /// Defaults to 1.
     #[serde(default, deserialize_with = "crate::control::not_null")]
+    #[schema(nullable = false, minimum = 1, maximum = 1000000000)]
     pub permits: Option<i64>,
     /// Whose bucket, on a `per_key` policy (required there, refused elsewhere): 1 to 256
     /// bytes of UTF-8 without control characters, such as a user id or an address.
     #[serde(default, deserialize_with = "crate::control::not_null")]
+    #[schema(
+        nullable = false,
+        min_length = 1,
+        max_length = 64,
+        pattern = "^[^\\u0000-\\u001f\\u007f-\\u009f]+$"
+    )]
     pub key: Option<String>,
 }
 

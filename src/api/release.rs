@@ -19,12 +19,20 @@ use ratekeeper_limiter::{LeaseId, ReleaseOutcome};
 pub struct ReleaseRequest {
     /// The policy name the lease was acquired on.
     #[serde(default, deserialize_with = "crate::control::not_null")]
+    #[schema(nullable = false, pattern = "^[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}$")]
     pub resource: Option<String>,
     /// The `lease_id` of the acquire's reply.
     #[serde(default, deserialize_with = "crate::control::not_null")]
+    #[schema(nullable = false, pattern = "^[0-9a-f]{32}$")]
     pub lease_id: Option<String>,
     /// The acquire's `key`, on a `per_key` policy.
     #[serde(default, deserialize_with = "crate::control::not_null")]
+    #[schema(
+        nullable = false,
+        min_length = 1,
+        max_length = 64,
+        pattern = "^[^\\u0000-\\u001f\\u007f-\\u009f]+$"
+    )]
     pub key: Option<String>,
 }
 

@@ -11,10 +11,22 @@ use crate::domain::{DisplayUnits, FieldError, FieldErrors};
 #[serde(deny_unknown_fields)]
 pub struct AppInput {
     #[serde(default, deserialize_with = "not_null")]
+    #[schema(nullable = false, pattern = "^[a-z0-9][a-z0-9-]{1,62}$")]
     pub slug: Option<String>,
     #[serde(default, deserialize_with = "not_null")]
+    #[schema(
+        nullable = false,
+        min_length = 1,
+        max_length = 200,
+        pattern = "^[^\\u0000-\\u001f\\u007f-\\u009f]*[^\\s\\u0000-\\u001f\\u007f-\\u009f][^\\u0000-\\u001f\\u007f-\\u009f]*$"
+    )]
     pub name: Option<String>,
     #[serde(default, deserialize_with = "not_null")]
+    #[schema(
+        nullable = false,
+        max_length = 1000,
+        pattern = "^[^\\u0000-\\u0008\\u000b\\u000c\\u000e-\\u001f\\u007f-\\u009f]*$"
+    )]
     pub description: Option<String>,
 }
 
@@ -22,10 +34,17 @@ pub struct AppInput {
 #[serde(deny_unknown_fields)]
 pub struct KeyInput {
     #[serde(default, deserialize_with = "not_null")]
+    #[schema(
+        nullable = false,
+        min_length = 1,
+        max_length = 200,
+        pattern = "^[^\\u0000-\\u001f\\u007f-\\u009f]*[^\\s\\u0000-\\u001f\\u007f-\\u009f][^\\u0000-\\u001f\\u007f-\\u009f]*$"
+    )]
     pub label: Option<String>,
     /// When the key stops working by itself (RFC 3339 date-time, in the future); never
     /// when left out.
     #[serde(default, deserialize_with = "not_null")]
+    #[schema(nullable = false, format = DateTime)]
     pub expires_at: Option<String>,
 }
 
@@ -36,10 +55,12 @@ pub struct RotateInput {
     /// Until when the old key keeps working: an RFC 3339 date-time, or `"now"`; 24 hours
     /// from now when left out. An old key that expires sooner keeps its expiry.
     #[serde(default, deserialize_with = "not_null")]
+    #[schema(nullable = false)]
     pub old_key_expires_at: Option<String>,
     /// When the new key stops working by itself (RFC 3339, in the future); never when
     /// left out.
     #[serde(default, deserialize_with = "not_null")]
+    #[schema(nullable = false, format = DateTime)]
     pub expires_at: Option<String>,
 }
 
@@ -48,6 +69,12 @@ pub struct RotateInput {
 #[serde(deny_unknown_fields)]
 pub struct TokenInput {
     #[serde(default, deserialize_with = "not_null")]
+    #[schema(
+        nullable = false,
+        min_length = 1,
+        max_length = 200,
+        pattern = "^[^\\u0000-\\u001f\\u007f-\\u009f]*[^\\s\\u0000-\\u001f\\u007f-\\u009f][^\\u0000-\\u001f\\u007f-\\u009f]*$"
+    )]
     pub label: Option<String>,
 }
 
@@ -56,6 +83,7 @@ pub struct TokenInput {
 pub struct MemberInput {
     /// `owner` or `viewer`.
     #[serde(default, deserialize_with = "not_null")]
+    #[schema(value_type = crate::domain::MemberRole)]
     pub role: Option<String>,
 }
 
@@ -64,48 +92,67 @@ pub struct MemberInput {
 #[serde(deny_unknown_fields)]
 pub struct PolicyInput {
     #[serde(default, deserialize_with = "not_null")]
+    #[schema(nullable = false, pattern = "^[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}$")]
     pub name: Option<String>,
     #[serde(default, deserialize_with = "not_null")]
+    #[schema(nullable = false, pattern = "^[a-z0-9][a-z0-9-]{1,62}$")]
     pub owner_app: Option<String>,
     /// `token_bucket`, `fixed_window`, `sliding_log`, `sliding_window`, `concurrency` or
     /// `gcra`. Each takes `max_permits` and its own parameters below, and refuses the rest.
     #[serde(default, deserialize_with = "not_null")]
+    #[schema(value_type = crate::domain::Algorithm)]
     pub algorithm: Option<String>,
     /// Permits per second; fractional allowed (0.2 = 12 per minute). `token_bucket`, `gcra`.
     #[serde(default, deserialize_with = "not_null")]
+    #[schema(nullable = false, exclusive_minimum = 0.0, maximum = 1000000.0)]
     pub rate: Option<f64>,
     #[serde(default, deserialize_with = "not_null")]
+    #[schema(nullable = false, minimum = 1, maximum = 1000000000)]
     pub max_permits: Option<i64>,
     /// The window, in ms: `fixed_window`, `sliding_log`, `sliding_window`.
     #[serde(default, deserialize_with = "not_null")]
+    #[schema(nullable = false, minimum = 1, maximum = 86400000)]
     pub window_ms: Option<i64>,
     /// How long a lease lives at most, in ms: `concurrency`.
     #[serde(default, deserialize_with = "not_null")]
+    #[schema(nullable = false, minimum = 1, maximum = 86400000)]
     pub lease_ttl_ms: Option<i64>,
     #[serde(default, deserialize_with = "not_null")]
+    #[schema(schema_with = slug_list)]
     pub allowed_apps: Option<Vec<String>>,
     /// `closed` (default) or `open`.
     #[serde(default, deserialize_with = "not_null")]
+    #[schema(value_type = crate::domain::FailureMode)]
     pub failure_mode: Option<String>,
     #[serde(default, deserialize_with = "not_null")]
+    #[schema(nullable = false)]
     pub enabled: Option<bool>,
     /// `enforce` (default) or `shadow`: decide and count as if enforced, but grant every
     /// request (the reply says `"shadow_denied": true` where it would have denied).
     #[serde(default, deserialize_with = "not_null")]
+    #[schema(value_type = crate::domain::Mode)]
     pub mode: Option<String>,
     #[serde(default, deserialize_with = "not_null")]
+    #[schema(
+        nullable = false,
+        max_length = 1000,
+        pattern = "^[^\\u0000-\\u0008\\u000b\\u000c\\u000e-\\u001f\\u007f-\\u009f]*$"
+    )]
     pub description: Option<String>,
     /// `global` (default: one bucket for all), `per_app` (one per calling application) or
     /// `per_key` (one per key the client names in each acquire). A change of scope starts
     /// every bucket afresh.
     #[serde(default, deserialize_with = "not_null")]
+    #[schema(value_type = crate::domain::Scope)]
     pub scope: Option<String>,
     /// Other limits for some callers of a keyed policy (at most 1,000); replaces the
     /// list as a whole on a change.
     #[serde(default, deserialize_with = "not_null")]
+    #[schema(nullable = false, max_items = 1000)]
     pub overrides: Option<Vec<OverrideInput>>,
     /// On a change: the version the client last saw; a stale one is refused with 409.
     #[serde(default, deserialize_with = "not_null")]
+    #[schema(nullable = false, minimum = 1)]
     pub version: Option<i64>,
     /// The units the console's form entered the limits in (not part of the JSON API:
     /// there rates are per second and durations in ms); `None` keeps the current ones.
@@ -125,9 +172,11 @@ pub struct PolicyInput {
 pub struct RollbackInput {
     /// The earlier version whose fields become the policy's again (as a new version).
     #[serde(default, deserialize_with = "not_null")]
+    #[schema(nullable = false, minimum = 1)]
     pub to_version: Option<i64>,
     /// The policy's current version, as the client last saw it.
     #[serde(default, deserialize_with = "not_null")]
+    #[schema(nullable = false, minimum = 1)]
     pub version: Option<i64>,
 }
 
@@ -137,16 +186,34 @@ pub struct RollbackInput {
 #[serde(deny_unknown_fields)]
 pub struct OverrideInput {
     #[serde(rename = "match", default, deserialize_with = "not_null")]
-    #[schema(rename = "match")]
+    // At most 64 characters: a key is at most 256 bytes of UTF-8 (4 bytes a character).
+    #[schema(rename = "match", nullable = false, min_length = 1, max_length = 64)]
     pub matches: Option<String>,
     #[serde(default, deserialize_with = "not_null")]
+    #[schema(nullable = false, minimum = 1, maximum = 1000000000)]
     pub max_permits: Option<i64>,
     #[serde(default, deserialize_with = "not_null")]
+    #[schema(nullable = false, exclusive_minimum = 0.0, maximum = 1000000.0)]
     pub rate: Option<f64>,
     #[serde(default, deserialize_with = "not_null")]
+    #[schema(nullable = false, minimum = 1, maximum = 86400000)]
     pub window_ms: Option<i64>,
     #[serde(default, deserialize_with = "not_null")]
+    #[schema(nullable = false, minimum = 1, maximum = 86400000)]
     pub lease_ttl_ms: Option<i64>,
+}
+
+/// A list of distinct application slugs, as the document describes `allowed_apps`.
+fn slug_list() -> utoipa::openapi::Array {
+    use utoipa::openapi::schema::{ArrayBuilder, ObjectBuilder, Type};
+    ArrayBuilder::new()
+        .items(
+            ObjectBuilder::new()
+                .schema_type(Type::String)
+                .pattern(Some("^[a-z0-9][a-z0-9-]{1,62}$")),
+        )
+        .unique_items(true)
+        .build()
 }
 
 /// An RFC 3339 date-time as Unix ms.

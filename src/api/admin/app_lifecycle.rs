@@ -11,7 +11,7 @@ use crate::state::AppState;
 type Reply = Result<HttpResponse, Problem>;
 
 #[utoipa::path(
-    patch, path = "/api/v1/apps/{slug}", tag = "apps", params(("slug" = String, Path)), request_body = AppInput,
+    patch, path = "/api/v1/apps/{slug}", tag = "apps", params(("slug" = String, Path, pattern = "^[a-z0-9][a-z0-9-]{1,62}$")), request_body = AppInput,
     description = "Changes any of slug, name and description (owners and admins). A new slug is \
         followed by everything that names the application: the policies it owns, its keys and \
         members, and other policies' allowed_apps and per_app overrides (those get a new version).",
@@ -38,7 +38,7 @@ pub async fn update_app(
 }
 
 #[utoipa::path(
-    delete, path = "/api/v1/apps/{slug}", tag = "apps", params(("slug" = String, Path)),
+    delete, path = "/api/v1/apps/{slug}", tag = "apps", params(("slug" = String, Path, pattern = "^[a-z0-9][a-z0-9-]{1,62}$")),
     description = "Deletes the application with its keys and memberships (owners and admins); \
         refused while it owns policies.",
     responses(
@@ -62,7 +62,7 @@ pub async fn delete_app(
 
 #[utoipa::path(
     post, path = "/api/v1/apps/{slug}/keys/{id}/rotate", tag = "keys",
-    params(("slug" = String, Path), ("id" = String, Path)), request_body = RotateInput,
+    params(("slug" = String, Path, pattern = "^[a-z0-9][a-z0-9-]{1,62}$"), ("id" = String, Path, pattern = "^[0-9a-f]{16}$")), request_body = RotateInput,
     description = "A new key with the old one's label; the old one keeps working until \
         old_key_expires_at (24 hours by default, \"now\" allowed).",
     responses(

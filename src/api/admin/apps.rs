@@ -47,7 +47,7 @@ pub async fn list_apps(state: web::Data<AppState>, AdminActor(actor): AdminActor
 }
 
 #[utoipa::path(
-    get, path = "/api/v1/apps/{slug}", tag = "apps", params(("slug" = String, Path)),
+    get, path = "/api/v1/apps/{slug}", tag = "apps", params(("slug" = String, Path, pattern = "^[a-z0-9][a-z0-9-]{1,62}$")),
     responses(
         (status = 200, description = "The application, its members and keys", body = AppDetail),
         (status = 401, description = "No or bad access token", body = Problem, content_type = "application/problem+json"),
@@ -66,7 +66,7 @@ pub async fn get_app(
 }
 
 #[utoipa::path(
-    post, path = "/api/v1/apps/{slug}/keys", tag = "keys", params(("slug" = String, Path)), request_body = KeyInput,
+    post, path = "/api/v1/apps/{slug}/keys", tag = "keys", params(("slug" = String, Path, pattern = "^[a-z0-9][a-z0-9-]{1,62}$")), request_body = KeyInput,
     responses(
         (status = 201, description = "Created; the only time the key is shown", body = CreatedKey),
         (status = 400, description = "Malformed JSON body", body = Problem, content_type = "application/problem+json"),
@@ -92,7 +92,7 @@ pub async fn create_key(
 }
 
 #[utoipa::path(
-    delete, path = "/api/v1/apps/{slug}/keys/{id}", tag = "keys", params(("slug" = String, Path), ("id" = String, Path)),
+    delete, path = "/api/v1/apps/{slug}/keys/{id}", tag = "keys", params(("slug" = String, Path, pattern = "^[a-z0-9][a-z0-9-]{1,62}$"), ("id" = String, Path, pattern = "^[0-9a-f]{16}$")),
     responses(
         (status = 204, description = "Revoked"),
         (status = 401, description = "No or bad access token", body = Problem, content_type = "application/problem+json"),
@@ -113,7 +113,7 @@ pub async fn revoke_key(
 }
 
 #[utoipa::path(
-    put, path = "/api/v1/apps/{slug}/members/{username}", tag = "members", params(("slug" = String, Path), ("username" = String, Path)), request_body = MemberInput,
+    put, path = "/api/v1/apps/{slug}/members/{username}", tag = "members", params(("slug" = String, Path, pattern = "^[a-z0-9][a-z0-9-]{1,62}$"), ("username" = String, Path, pattern = "^[a-z0-9][a-z0-9._-]{0,63}$")), request_body = MemberInput,
     responses(
         (status = 200, description = "The membership as it is now", body = MemberView),
         (status = 400, description = "Malformed JSON body", body = Problem, content_type = "application/problem+json"),
@@ -141,7 +141,7 @@ pub async fn set_member(
 }
 
 #[utoipa::path(
-    delete, path = "/api/v1/apps/{slug}/members/{username}", tag = "members", params(("slug" = String, Path), ("username" = String, Path)),
+    delete, path = "/api/v1/apps/{slug}/members/{username}", tag = "members", params(("slug" = String, Path, pattern = "^[a-z0-9][a-z0-9-]{1,62}$"), ("username" = String, Path, pattern = "^[a-z0-9][a-z0-9._-]{0,63}$")),
     responses(
         (status = 204, description = "Removed"),
         (status = 409, description = "It would leave the application without an owner (refused unless the caller is an admin)", body = Problem, content_type = "application/problem+json"),

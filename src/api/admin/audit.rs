@@ -18,7 +18,7 @@ pub struct AuditQuery {
 
 #[utoipa::path(
     get, path = "/api/v1/audit", tag = "audit",
-    params(("app" = Option<String>, Query), ("user" = Option<String>, Query), ("policy" = Option<String>, Query), ("page" = Option<u32>, Query, description = "1-based, 50 events a page")),
+    params(("app" = Option<String>, Query, pattern = "^[a-z0-9][a-z0-9-]{1,62}$"), ("user" = Option<String>, Query, pattern = "^[a-z0-9][a-z0-9._-]{0,63}$"), ("policy" = Option<String>, Query, pattern = "^[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}$"), ("page" = Option<u32>, Query, minimum = 1, description = "1-based, 50 events a page")),
     responses(
         (status = 200, description = "Audit events, newest first", body = Vec<AuditView>),
         (status = 400, description = "Malformed query string, or a filter no name could match", body = Problem, content_type = "application/problem+json"),

@@ -11,7 +11,7 @@ use crate::policy_file;
 use crate::state::AppState;
 
 #[utoipa::path(
-    get, path = "/api/v1/export", tag = "policies", params(("app" = Option<String>, Query, description = "an application slug")),
+    get, path = "/api/v1/export", tag = "policies", params(("app" = Option<String>, Query, pattern = "^[a-z0-9][a-z0-9-]{1,62}$", description = "an application slug")),
     responses(
         (status = 200, description = "The policies of the application, or of every application the caller may see, as a policy file (its schema: /api/v1/policies/schema.json): YAML, or JSON on `Accept: application/json`",
             content((serde_json::Value = "application/yaml"), (serde_json::Value = "application/json"))),

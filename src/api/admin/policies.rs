@@ -46,7 +46,7 @@ pub async fn create_policy(
 }
 
 #[utoipa::path(
-    get, path = "/api/v1/policies", tag = "policies", params(("app" = Option<String>, Query, description = "an application slug")),
+    get, path = "/api/v1/policies", tag = "policies", params(("app" = Option<String>, Query, pattern = "^[a-z0-9][a-z0-9-]{1,62}$", description = "an application slug")),
     responses(
         (status = 200, description = "The policies of the application, or of every application the caller may see", body = Vec<PolicyView>),
         (status = 400, description = "Malformed query string", body = Problem, content_type = "application/problem+json"),
@@ -70,7 +70,7 @@ pub async fn list_policies(
 }
 
 #[utoipa::path(
-    get, path = "/api/v1/policies/{name}", tag = "policies", params(("name" = String, Path)),
+    get, path = "/api/v1/policies/{name}", tag = "policies", params(("name" = String, Path, pattern = "^[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}$")),
     responses(
         (status = 200, description = "The policy", body = PolicyView),
         (status = 401, description = "No or bad access token", body = Problem, content_type = "application/problem+json"),
@@ -94,7 +94,7 @@ pub async fn get_policy(
 }
 
 #[utoipa::path(
-    patch, path = "/api/v1/policies/{name}", tag = "policies", params(("name" = String, Path)), request_body = PolicyInput,
+    patch, path = "/api/v1/policies/{name}", tag = "policies", params(("name" = String, Path, pattern = "^[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}$")), request_body = PolicyInput,
     responses(
         (status = 200, description = "The policy as it is now", body = PolicyView),
         (status = 400, description = "Malformed JSON body", body = Problem, content_type = "application/problem+json"),
@@ -121,7 +121,7 @@ pub async fn update_policy(
 }
 
 #[utoipa::path(
-    delete, path = "/api/v1/policies/{name}", tag = "policies", params(("name" = String, Path)),
+    delete, path = "/api/v1/policies/{name}", tag = "policies", params(("name" = String, Path, pattern = "^[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}$")),
     responses(
         (status = 204, description = "Deleted"),
         (status = 401, description = "No or bad access token", body = Problem, content_type = "application/problem+json"),
@@ -150,7 +150,7 @@ pub struct StateQuery {
 
 #[utoipa::path(
     get, path = "/api/v1/policies/{name}/state", tag = "policies",
-    params(("name" = String, Path), ("key" = Option<String>, Query, description = "a keyed policy's caller: the key (per_key) or the app slug (per_app); required there, refused on a global policy")),
+    params(("name" = String, Path, pattern = "^[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}$"), ("key" = Option<String>, Query, min_length = 1, max_length = 64, pattern = "^[^\\u0000-\\u001f\\u007f-\\u009f]+$", description = "a keyed policy's caller: the key (per_key) or the app slug (per_app); required there, refused on a global policy")),
     responses(
         (status = 200, description = "The live state in Redis: the policy's bucket, or one caller's", body = BucketState),
         (status = 400, description = "Malformed query string", body = Problem, content_type = "application/problem+json"),
@@ -178,7 +178,7 @@ pub async fn policy_state(
 
 #[utoipa::path(
     delete, path = "/api/v1/policies/{name}/state", tag = "policies",
-    params(("name" = String, Path), ("key" = String, Query, description = "the caller whose bucket starts afresh: the key (per_key) or the app slug (per_app)")),
+    params(("name" = String, Path, pattern = "^[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}$"), ("key" = String, Query, min_length = 1, max_length = 64, pattern = "^[^\\u0000-\\u001f\\u007f-\\u009f]+$", description = "the caller whose bucket starts afresh: the key (per_key) or the app slug (per_app)")),
     responses(
         (status = 204, description = "The caller's bucket is reset: full at its next acquire"),
         (status = 400, description = "Malformed query string", body = Problem, content_type = "application/problem+json"),
@@ -215,7 +215,7 @@ pub struct TopQuery {
 
 #[utoipa::path(
     get, path = "/api/v1/policies/{name}/top", tag = "policies",
-    params(("name" = String, Path), ("minutes" = Option<i64>, Query, description = "1 to 60, default 5")),
+    params(("name" = String, Path, pattern = "^[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}$"), ("minutes" = Option<i64>, Query, minimum = 1, maximum = 60, description = "1 to 60, default 5")),
     responses(
         (status = 200, description = "The top 10 callers (keys, or apps) by grants and by denials", body = TopCallers),
         (status = 400, description = "Malformed query string", body = Problem, content_type = "application/problem+json"),
@@ -248,7 +248,7 @@ pub struct VersionsQuery {
 
 #[utoipa::path(
     get, path = "/api/v1/policies/{name}/versions", tag = "policies",
-    params(("name" = String, Path), ("before" = Option<i64>, Query, description = "only versions older than this one (the next page)")),
+    params(("name" = String, Path, pattern = "^[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}$"), ("before" = Option<i64>, Query, minimum = 1, description = "only versions older than this one (the next page)")),
     responses(
         (status = 200, description = "The policy's saved versions, newest first, 50 at most", body = Vec<PolicyVersionView>),
         (status = 400, description = "Malformed query string", body = Problem, content_type = "application/problem+json"),
@@ -273,7 +273,7 @@ pub async fn policy_versions(
 }
 
 #[utoipa::path(
-    post, path = "/api/v1/policies/{name}/rollback", tag = "policies", params(("name" = String, Path)), request_body = RollbackInput,
+    post, path = "/api/v1/policies/{name}/rollback", tag = "policies", params(("name" = String, Path, pattern = "^[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}$")), request_body = RollbackInput,
     responses(
         (status = 200, description = "The policy as it is now: a new version equal to the one restored", body = PolicyView),
         (status = 400, description = "Malformed JSON body", body = Problem, content_type = "application/problem+json"),
