@@ -6,6 +6,7 @@ pub mod auth;
 mod health;
 pub mod json;
 mod openapi;
+mod openapi_creates;
 pub mod problem;
 mod query;
 pub mod release;

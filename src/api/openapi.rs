@@ -4,6 +4,7 @@ use actix_web::HttpResponse;
 use utoipa::OpenApi;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 
+use super::openapi_creates::Creates;
 use super::{acquire, admin, release};
 
 #[derive(OpenApi)]
@@ -64,7 +65,7 @@ use super::{acquire, admin, release};
         crate::control::FieldChange,
         super::problem::Problem,
     )),
-    modifiers(&Security)
+    modifiers(&Security, &Creates)
 )]
 struct ApiDoc;
 

@@ -203,7 +203,8 @@ pub struct OverrideInput {
     pub lease_ttl_ms: Option<i64>,
 }
 
-/// A list of distinct application slugs, as the document describes `allowed_apps`.
+/// A list of distinct application slugs, at least one, as the document describes
+/// `allowed_apps`.
 fn slug_list() -> utoipa::openapi::Array {
     use utoipa::openapi::schema::{ArrayBuilder, ObjectBuilder, Type};
     ArrayBuilder::new()
@@ -212,6 +213,7 @@ fn slug_list() -> utoipa::openapi::Array {
                 .schema_type(Type::String)
                 .pattern(Some("^[a-z0-9][a-z0-9-]{1,62}$")),
         )
+        .min_items(Some(1))
         .unique_items(true)
         .build()
 }
