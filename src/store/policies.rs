@@ -1,17 +1,7 @@
 use crate::domain::{AppSlug, DurationUnit, PolicySpec, RateUnit};
 
-use super::policy_rows::{PolicyRow, apps_json, overrides_json, stored_rate};
+use super::policy_rows::{PolicyRecord, PolicyRow, apps_json, overrides_json, stored_rate};
 use super::{StoreResult, Tx, new_id, now_ms};
-
-/// A stored policy: its validated spec plus the bookkeeping the store adds.
-#[derive(Debug, Clone, PartialEq)]
-pub struct PolicyRecord {
-    pub id: String,
-    pub spec: PolicySpec,
-    pub version: i64,
-    pub created_ms: i64,
-    pub updated_ms: i64,
-}
 
 const SELECT: &str = "SELECT p.id, p.name, a.slug AS owner_app, p.algorithm, p.rate, \
     p.max_permits, p.window_ms, p.lease_ttl_ms, p.allowed_apps, p.failure_mode, p.enabled, p.mode, p.description, p.scope, p.overrides, \

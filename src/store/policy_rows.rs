@@ -1,5 +1,5 @@
-//! A policy as its table row holds it, and back: the columns, the overrides' JSON, and
-//! the check that a stored row is still a valid policy.
+//! A stored policy (`PolicyRecord`), and as its table row holds it, and back: the
+//! columns, the overrides' JSON, and the check that a stored row is still a valid policy.
 
 use anyhow::Context;
 
@@ -8,8 +8,17 @@ use crate::domain::{
     Override, Param, PolicyName, PolicySpec, Rate, RateUnit, Scope,
 };
 
-use super::policies::PolicyRecord;
 use super::{StoreError, StoreResult};
+
+/// A stored policy: its validated spec plus the bookkeeping the store adds.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PolicyRecord {
+    pub id: String,
+    pub spec: PolicySpec,
+    pub version: i64,
+    pub created_ms: i64,
+    pub updated_ms: i64,
+}
 
 #[derive(sqlx::FromRow)]
 pub(super) struct PolicyRow {
