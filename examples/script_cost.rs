@@ -1,7 +1,7 @@
 //! What Redis spends inside the acquire scripts, per call and per acquire, by the shape of
 //! a batch: read from Redis' own `INFO commandstats` (the time of each EVALSHA, and of the
 //! commands the scripts ran inside it), not from a client's clock, so the HTTP server and
-//! the network are out of the figures. bench/acquire.sh runs it against its private Redis
+//! the network are out of the figures. the benchmark (bench/) runs it against its private Redis
 //! once the server is stopped:
 //!
 //!     cargo run --release --example script_cost -- redis://127.0.0.1:6380
@@ -9,27 +9,28 @@
 //! It resets the Redis' statistics (`CONFIG RESETSTAT`) before each measurement: point it
 //! at a Redis of its own. Its keys live under `rcost:` and are deleted at the end.
 //!
-//! The shapes, each at several batch sizes, are those bench/acquire.sh drives over HTTP:
+//! The shapes, each at several batch sizes, are those the benchmark drives over HTTP:
 //! one hot global policy (a batch is one entry standing for all its acquires), distinct
 //! global policies (10,000, walked in turn), and distinct callers' buckets of a keyed
 //! token-bucket policy (100,000 keys, walked in turn); and, for comparison, a lone acquire
 //! as the server sends it (its algorithm's own script). Each figure is the lowest of
 //! [`ROUNDS`] rounds. Every reply is checked: an acquire that is not granted (the batch
-//! protocol of `lua/acquire_batch.lua` changed under this example) stops it.
+//! protocol of `lua/acquire_batch.lua` changed under this example) stops it. The calls and
+//! the policies are made by the limiter crate itself ([`AcquireCall`], `push_policy`), as
+//! the server makes them: the protocol is written once.
 
 #![forbid(unsafe_code)]
 
 use std::collections::HashMap;
 use std::time::Duration;
 
-use ratekeeper::domain::Algorithm;
+use futures_util::{StreamExt, stream};
+use ratekeeper_limiter::decide::reply::{Code, REPLY_LEN};
+use ratekeeper_limiter::domain::{Algorithm, AppSlug, Mode, PolicyName, Scope};
 use ratekeeper_limiter::scripts::{self, LuaScript, batch_reply_integers};
+use ratekeeper_limiter::{AcquireCall, BucketLimits, KeyedBucket, Limiter, PolicyConfig};
 use redis::aio::MultiplexedConnection;
 use redis::{AsyncConnectionConfig, Cmd, RedisResult};
-
-#[path = "shared/never_reached.rs"]
-mod never_reached;
-use never_reached::never_reached_policy;
 
 const PREFIX: &str = "rcost";
 const APP: &str = "bench";
@@ -39,10 +40,6 @@ const ROUNDS: usize = 5;
 /// Acquires per round, whatever the batch size.
 const ACQUIRES_PER_ROUND: usize = 20_000;
 const BATCH_SIZES: [usize; 3] = [4, 16, 64];
-/// A keyed bucket's limits as the instance passes them: never denied, refilling slowly,
-/// so that each bucket stays in Redis for the whole run.
-const KEYED_MAX_PERMITS: i64 = 1_000_000_000;
-const KEYED_RATE: &str = "0.01";
 
 /// One batch shape.
 #[derive(Clone, Copy)]
@@ -79,86 +76,103 @@ impl Shape {
     }
 }
 
-fn policy_key(i: usize) -> String {
-    format!("{PREFIX}:{{p{i}}}")
+/// The policies and the app every call of the run is made of, as the server has them.
+struct Fixture {
+    limiter: Limiter,
+    app: AppSlug,
+    hot: PolicyName,
+    policies: Vec<PolicyName>,
+    /// The keyed token bucket: never denied, refilling slowly, so that each bucket stays
+    /// in Redis for the whole run.
+    keyed: PolicyConfig,
+    callers: Vec<String>,
 }
 
-fn hot_key() -> String {
-    format!("{PREFIX}:{{hot}}")
-}
-
-fn keyed_key(i: usize) -> String {
-    format!("{PREFIX}:k:{{u{i}}}")
-}
-
-/// The script call for `size` acquires of `shape`, the `first`th acquire of the run being
-/// the first of them (distinct shapes walk their policies or keys from there).
-fn call(shape: Shape, size: usize, first: usize) -> Cmd {
-    let script = shape.script();
-    let mut cmd = redis::cmd("EVALSHA");
-    cmd.arg(script.get_hash());
-    match shape {
-        Shape::AloneGlobal => {
-            cmd.arg(1).arg(hot_key()).arg(1).arg(APP);
-        }
-        Shape::AloneKeyed => {
-            cmd.arg(1).arg(keyed_key(first % KEYS));
-            cmd.arg(1)
-                .arg(KEYED_MAX_PERMITS)
-                .arg(KEYED_RATE)
-                .arg("1")
-                .arg(1);
-        }
-        // ARGV per entry: kind (the algorithm's number, negative for a keyed bucket),
-        // count, then the single script's arguments (lua/acquire_batch.lua).
-        Shape::OneBucket => {
-            cmd.arg(1).arg(hot_key());
-            cmd.arg(Algorithm::TokenBucket.index())
-                .arg(size)
-                .arg(1)
-                .arg(APP);
-        }
-        Shape::DistinctPolicies => distinct_entries(
-            &mut cmd,
-            size,
-            first,
-            |i| policy_key(i % POLICIES),
-            |cmd| {
-                cmd.arg(Algorithm::TokenBucket.index())
-                    .arg(1)
-                    .arg(1)
-                    .arg(APP);
-            },
-        ),
-        Shape::DistinctKeys => distinct_entries(
-            &mut cmd,
-            size,
-            first,
-            |i| keyed_key(i % KEYS),
-            |cmd| {
-                cmd.arg(-Algorithm::TokenBucket.index()).arg(1).arg(1);
-                cmd.arg(KEYED_MAX_PERMITS).arg(KEYED_RATE).arg("1").arg(1);
-            },
-        ),
+impl Fixture {
+    fn new(url: &str) -> anyhow::Result<Self> {
+        let name = |n: String| PolicyName::parse(&n).map_err(|e| anyhow::anyhow!("{n}: {e:?}"));
+        let keyed = PolicyConfig {
+            scope: Scope::PerKey,
+            rate: 0.01,
+            ..never_reached(name("users".to_owned())?)
+        };
+        Ok(Self {
+            limiter: Limiter::new(url, PREFIX, Duration::from_secs(60))?,
+            app: AppSlug::parse(APP).map_err(|e| anyhow::anyhow!("{e:?}"))?,
+            hot: name("hot".to_owned())?,
+            policies: (0..POLICIES)
+                .map(|i| name(format!("p{i}")))
+                .collect::<anyhow::Result<_>>()?,
+            keyed,
+            callers: (0..KEYS).map(|i| format!("u{i}")).collect(),
+        })
     }
-    cmd
+
+    fn global(&self, name: &PolicyName) -> AcquireCall {
+        AcquireCall::global(&self.limiter, name, Algorithm::TokenBucket, 1, &self.app)
+    }
+
+    /// An acquire of the `i`th caller's bucket (round the callers).
+    fn keyed(&self, i: usize) -> AcquireCall {
+        let bucket = KeyedBucket {
+            policy: &self.keyed,
+            caller: &self.callers[i % KEYS],
+            limits: BucketLimits::of(&self.keyed),
+        };
+        AcquireCall::keyed(&self.limiter, &bucket, 1, &self.app)
+    }
+
+    /// The script call for `size` acquires of `shape`, the `first`th acquire of the run
+    /// being the first of them (distinct shapes walk their policies or keys from there).
+    fn call(&self, shape: Shape, size: usize, first: usize) -> Cmd {
+        match shape {
+            Shape::AloneGlobal => self.global(&self.hot).alone_cmd(),
+            Shape::AloneKeyed => self.keyed(first).alone_cmd(),
+            Shape::OneBucket => AcquireCall::batch_cmd([(&self.global(&self.hot), size)]),
+            Shape::DistinctPolicies => {
+                let calls: Vec<_> = (first..first + size)
+                    .map(|i| self.global(&self.policies[i % POLICIES]))
+                    .collect();
+                AcquireCall::batch_cmd(calls.iter().map(|call| (call, 1)))
+            }
+            Shape::DistinctKeys => {
+                let calls: Vec<_> = (first..first + size).map(|i| self.keyed(i)).collect();
+                AcquireCall::batch_cmd(calls.iter().map(|call| (call, 1)))
+            }
+        }
+    }
+
+    /// Writes the global policies through the sync's own script, as the server does.
+    async fn write_policies(&self) -> anyhow::Result<()> {
+        let configs = std::iter::once(&self.hot)
+            .chain(&self.policies)
+            .map(|name| never_reached(name.clone()));
+        let mut pushes = stream::iter(configs)
+            .map(|config| async move { self.limiter.push_policy(&config).await })
+            .buffer_unordered(32);
+        while let Some(pushed) = pushes.next().await {
+            pushed?;
+        }
+        Ok(())
+    }
 }
 
-/// `size` batch entries of one acquire each on distinct keys, `key(i)` for the i-th of
-/// `first..first + size`: the key count and keys, then each entry's arguments (`args`).
-fn distinct_entries(
-    cmd: &mut Cmd,
-    size: usize,
-    first: usize,
-    key: impl Fn(usize) -> String,
-    args: impl Fn(&mut Cmd),
-) {
-    cmd.arg(size);
-    for i in first..first + size {
-        cmd.arg(key(i));
-    }
-    for _ in 0..size {
-        args(cmd);
+/// A global token bucket whose limit is never reached (rate 1,000,000/s, capacity 10^9),
+/// allowing the app `APP`: what is measured is the path, not denials.
+fn never_reached(name: PolicyName) -> PolicyConfig {
+    PolicyConfig {
+        name,
+        created_ms: 1,
+        version: 1,
+        algorithm: Algorithm::TokenBucket,
+        max_permits: 1_000_000_000,
+        rate: 1_000_000.0,
+        window_ms: None,
+        lease_ttl_ms: None,
+        apps: format!(",{APP},"),
+        enabled: true,
+        scope: Scope::Global,
+        mode: Mode::Enforce,
     }
 }
 
@@ -198,6 +212,7 @@ fn command_stats(info: &str) -> HashMap<String, (f64, f64)> {
 /// One round: µs per script call, and µs per acquire inside the commands the scripts ran.
 async fn round(
     conn: &mut MultiplexedConnection,
+    fixture: &Fixture,
     shape: Shape,
     size: usize,
     first: &mut usize,
@@ -205,7 +220,7 @@ async fn round(
     let calls = ACQUIRES_PER_ROUND / size;
     let mut pipe = redis::pipe();
     for _ in 0..calls {
-        pipe.add_command(call(shape, size, *first));
+        pipe.add_command(fixture.call(shape, size, *first));
         *first += size;
     }
     redis::cmd("CONFIG")
@@ -219,7 +234,10 @@ async fn round(
         .await?;
     for reply in &replies {
         let reply = integers(reply)?;
-        let granted = reply.len() == 6 * size && reply.chunks(6).all(|r| r[0] == 1);
+        let granted = reply.len() == REPLY_LEN * size
+            && reply
+                .chunks(REPLY_LEN)
+                .all(|r| r[0] == Code::Granted.number());
         anyhow::ensure!(granted, "{}: a reply not granted: {reply:?}", shape.label());
     }
     let stats = command_stats(&info);
@@ -234,18 +252,6 @@ async fn round(
         .map(|(_, (_, usec))| usec)
         .sum();
     Ok((evalsha_usec / calls as f64, inside / (calls * size) as f64))
-}
-
-/// Writes the policy hashes (a token bucket never reached, as the sync writes one).
-async fn write_policies(conn: &mut MultiplexedConnection) -> RedisResult<()> {
-    let apps = format!(",{APP},");
-    let names = std::iter::once(hot_key()).chain((0..POLICIES).map(policy_key));
-    let mut pipe = redis::pipe();
-    for key in names {
-        pipe.hset_multiple(&key, &never_reached_policy(&apps))
-            .ignore();
-    }
-    pipe.query_async(conn).await
 }
 
 /// Deletes every key of this example.
@@ -289,7 +295,8 @@ async fn main() -> anyhow::Result<()> {
     for shape in [Shape::AloneGlobal, Shape::AloneKeyed, Shape::OneBucket] {
         shape.script().load_async(&mut conn).await?;
     }
-    write_policies(&mut conn).await?;
+    let fixture = Fixture::new(&url)?;
+    fixture.write_policies().await?;
     let mut runs = vec![(Shape::AloneGlobal, 1), (Shape::AloneKeyed, 1)];
     for shape in [
         Shape::OneBucket,
@@ -306,13 +313,13 @@ async fn main() -> anyhow::Result<()> {
     // in a steady state (the walks go on where the last round stopped, round the keys).
     let mut first = 0;
     for _ in 0..KEYS.div_ceil(ACQUIRES_PER_ROUND) {
-        round(&mut conn, Shape::DistinctKeys, 64, &mut first).await?;
+        round(&mut conn, &fixture, Shape::DistinctKeys, 64, &mut first).await?;
     }
     let mut measured = Ok(());
     for (shape, size) in runs {
         let mut best: Option<(f64, f64)> = None;
         for _ in 0..ROUNDS {
-            match round(&mut conn, shape, size, &mut first).await {
+            match round(&mut conn, &fixture, shape, size, &mut first).await {
                 Ok(r) => {
                     if best.is_none_or(|b| r.0 < b.0) {
                         best = Some(r);

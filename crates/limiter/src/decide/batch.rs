@@ -309,20 +309,11 @@ impl Limiter {
     ) -> Result<Vec<i64>, LimiterError> {
         if let [Entry { first, count: 1 }] = entries {
             let call = &calls[*first];
-            let script = call.script();
-            let mut cmd = eval_cmd(script, call.key_count());
-            call.push_keys(&mut cmd);
-            call.push_args(&mut cmd);
-            return self.run_script(script, &cmd, deadline).await;
+            return self
+                .run_script(call.script(), &call.alone_cmd(), deadline)
+                .await;
         }
-        let keys = entries.iter().map(|e| calls[e.first].key_count()).sum();
-        let mut cmd = eval_cmd(&scripts::ACQUIRE_BATCH, keys);
-        for e in entries {
-            calls[e.first].push_keys(&mut cmd);
-        }
-        for e in entries {
-            calls[e.first].push_batch_args(&mut cmd, e.count);
-        }
+        let cmd = AcquireCall::batch_cmd(entries.iter().map(|e| (&calls[e.first], e.count)));
         let packed: Vec<u8> = self
             .run_script(&scripts::ACQUIRE_BATCH, &cmd, deadline)
             .await?;
@@ -334,7 +325,7 @@ impl Limiter {
         })
     }
 
-    /// Runs a script call made by [`eval_cmd`], loading the script first when Redis does
+    /// Runs a script call made by [`AcquireCall`], loading the script first when Redis does
     /// not have it (a restart, a `SCRIPT FLUSH`), as `redis::ScriptInvocation` does.
     async fn run_script<T: redis::FromRedisValue>(
         &self,
@@ -380,13 +371,6 @@ fn answer(
             let _ = waiter.send(reply);
         }
     }
-}
-
-/// `EVALSHA <sha> <keys>`, for the keys and then the arguments to follow.
-fn eval_cmd(script: &redis::Script, keys: usize) -> Cmd {
-    let mut cmd = redis::cmd("EVALSHA");
-    cmd.arg(script.get_hash()).arg(keys);
-    cmd
 }
 
 #[cfg(test)]

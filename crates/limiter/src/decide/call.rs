@@ -2,6 +2,9 @@
 //! as its algorithm's own script call or as one entry of the batch script
 //! (`lua/acquire_batch.lua`), which takes the same keys and arguments after a kind and a
 //! count (identical acquires that waited together go as one entry).
+//!
+//! Public, so that tools that drive the scripts themselves (the benchmark, the script-cost
+//! example) build their calls with this one encoder instead of writing the protocol again.
 
 use rand::Rng;
 use redis::{Cmd, ScriptInvocation};
@@ -11,7 +14,7 @@ use crate::domain::{Algorithm, AppSlug, Mode, PolicyName};
 use crate::{KeyedBucket, Limiter, StateKey, scripts};
 
 /// An acquire ready to be sent.
-pub(crate) struct AcquireCall {
+pub struct AcquireCall {
     algorithm: Algorithm,
     /// The policy's hash (global) or the caller's bucket (keyed).
     key: String,
@@ -23,7 +26,7 @@ pub(crate) struct AcquireCall {
     /// id, a keyed one the members' prefix `<app>|<id>|`): the argument as the script takes it.
     id: Option<String>,
     /// The lease a grant will be held under (concurrency only).
-    pub lease: Option<LeaseId>,
+    pub(crate) lease: Option<LeaseId>,
 }
 
 /// Whose bucket, with what the script needs beyond the permits.
@@ -103,7 +106,7 @@ impl AcquireCall {
     }
 
     /// A read of one caller's bucket: the keyed script, writing nothing.
-    pub fn keyed_read(limiter: &Limiter, bucket: &KeyedBucket<'_>, app: &AppSlug) -> Self {
+    pub(crate) fn keyed_read(limiter: &Limiter, bucket: &KeyedBucket<'_>, app: &AppSlug) -> Self {
         Self::keyed_gated(limiter, bucket, 1, app, Gate::Closed)
     }
 
@@ -170,7 +173,7 @@ impl AcquireCall {
     }
 
     /// Its algorithm's own script, called for this acquire alone, as a pipeline takes it.
-    pub fn alone(&self) -> ScriptInvocation<'static> {
+    pub(crate) fn alone(&self) -> ScriptInvocation<'static> {
         let mut invocation = self.script().prepare_invoke();
         for key in self.keys() {
             invocation.key(key);
@@ -181,40 +184,68 @@ impl AcquireCall {
         invocation
     }
 
+    /// `EVALSHA` of its algorithm's own script for this acquire alone: what the batcher
+    /// sends for an acquire that waited for nothing.
+    pub fn alone_cmd(&self) -> Cmd {
+        let mut cmd = eval_cmd(self.script(), self.key_count());
+        self.push_keys(&mut cmd);
+        self.add_args(|arg| {
+            cmd.arg(arg);
+        });
+        cmd
+    }
+
+    /// `EVALSHA` of the batch script (`lua/acquire_batch.lua`) deciding `entries` in order,
+    /// each an acquire and how many identical acquires it stands for (at least 1): every
+    /// entry's keys, then every entry's kind (the algorithm's number, negative for a keyed
+    /// bucket), count and own arguments. The reply is one string of packed integers
+    /// ([`scripts::batch_reply_integers`]), [`REPLY_LEN`](crate::decide::reply::REPLY_LEN)
+    /// per acquire.
+    pub fn batch_cmd<'c, I>(entries: I) -> Cmd
+    where
+        I: IntoIterator<Item = (&'c AcquireCall, usize)>,
+        I::IntoIter: Clone,
+    {
+        let entries = entries.into_iter();
+        let keys = entries.clone().map(|(call, _)| call.key_count()).sum();
+        let mut cmd = eval_cmd(&scripts::ACQUIRE_BATCH, keys);
+        for (call, _) in entries.clone() {
+            call.push_keys(&mut cmd);
+        }
+        for (call, count) in entries {
+            call.push_batch_args(&mut cmd, count);
+        }
+        cmd
+    }
+
     /// How many keys it takes.
-    pub fn key_count(&self) -> usize {
+    fn key_count(&self) -> usize {
         1 + usize::from(self.state_key.is_some())
     }
 
     /// Its keys, in the single script's order.
-    pub fn keys(&self) -> impl Iterator<Item = &str> {
+    fn keys(&self) -> impl Iterator<Item = &str> {
         std::iter::once(self.key.as_str()).chain(self.state_key.as_deref())
     }
 
     /// Adds its keys to a script call.
-    pub fn push_keys(&self, call: &mut Cmd) {
+    fn push_keys(&self, call: &mut Cmd) {
         for key in self.keys() {
             call.arg(key);
         }
     }
 
-    /// Adds its arguments to a script call: the single script's ARGV.
-    pub fn push_args(&self, call: &mut Cmd) {
-        self.add_args(|arg| {
-            call.arg(arg);
-        });
-    }
-
     /// Adds it, standing for `count` identical acquires, to a batch script's call's
-    /// arguments: its kind (the algorithm's number, negative for a keyed bucket), the
-    /// count, then its own arguments.
-    pub fn push_batch_args(&self, call: &mut Cmd, count: usize) {
+    /// arguments: its kind, the count, then its own arguments.
+    fn push_batch_args(&self, call: &mut Cmd, count: usize) {
         let kind = match self.whose {
             Whose::Global { .. } => self.algorithm.index(),
             Whose::Keyed { .. } => -self.algorithm.index(),
         };
         call.arg(kind).arg(count);
-        self.push_args(call);
+        self.add_args(|arg| {
+            call.arg(arg);
+        });
     }
 
     /// Its arguments in the single script's order, each as it is sent.
@@ -249,6 +280,13 @@ const KEYED_ARGS: usize = 5;
 /// `local BATCH_ARGS = {global = 2, keyed = 5}`, for the batch script.
 pub(crate) fn batch_args_lua_table() -> String {
     format!("local BATCH_ARGS = {{global = {GLOBAL_ARGS}, keyed = {KEYED_ARGS}}}\n")
+}
+
+/// `EVALSHA <sha> <keys>`, for the keys and then the arguments to follow.
+fn eval_cmd(script: &redis::Script, keys: usize) -> Cmd {
+    let mut cmd = redis::cmd("EVALSHA");
+    cmd.arg(script.get_hash()).arg(keys);
+    cmd
 }
 
 /// One argument of a script call.
@@ -287,6 +325,50 @@ mod tests {
         let mut n = 0;
         call.add_args(|_| n += 1);
         n
+    }
+
+    fn words(cmd: &Cmd) -> Vec<String> {
+        cmd.args_iter()
+            .map(|arg| match arg {
+                redis::Arg::Simple(bytes) => String::from_utf8_lossy(bytes).into_owned(),
+                _ => "?".to_owned(),
+            })
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn a_batch_call_is_every_entrys_keys_then_every_entrys_kind_count_and_arguments() {
+        let limiter = Limiter::new("redis://127.0.0.1:1", "t", Duration::from_secs(1)).unwrap();
+        let app = AppSlug::parse("shop").unwrap();
+        let call = |name: &str| {
+            let name = PolicyName::parse(name).unwrap();
+            AcquireCall::global(&limiter, &name, Algorithm::TokenBucket, 1, &app)
+        };
+        let (hot, other) = (call("hot"), call("other"));
+        let sha = scripts::ACQUIRE_BATCH.get_hash().to_owned();
+        assert_eq!(
+            words(&AcquireCall::batch_cmd([(&hot, 3), (&other, 1)])),
+            [
+                "EVALSHA",
+                &sha,
+                "2",
+                "t:{hot}",
+                "t:{other}",
+                "1",
+                "3",
+                "1",
+                "shop",
+                "1",
+                "1",
+                "1",
+                "shop"
+            ]
+        );
+        let alone_sha = scripts::TOKEN_BUCKET.get_hash().to_owned();
+        assert_eq!(
+            words(&hot.alone_cmd()),
+            ["EVALSHA", &alone_sha, "1", "t:{hot}", "1", "shop"]
+        );
     }
 
     #[tokio::test]

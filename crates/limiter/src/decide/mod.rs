@@ -13,6 +13,7 @@ pub mod reply;
 
 pub use batch::Batcher;
 pub use batch_figures::BatchFigures;
+pub use call::AcquireCall;
 pub use decision::{AcquireOutcome, Decided, Decision, LeaseId};
 pub use keyed::{BucketLimits, KeyedBucket};
 pub use release::ReleaseOutcome;
