@@ -15,6 +15,12 @@ pub enum Measure {
     Throughput(Scenario, Scenario),
     /// A scenario's median p99 at the run's connections, in ms.
     P99(Scenario),
+    /// The server's CPU µs per request of one scenario over another's.
+    ServerCpu(Scenario, Scenario),
+    /// Redis' CPU µs per request of one scenario.
+    RedisCpu(Scenario),
+    /// A scenario's median p99 over another's.
+    P99Ratio(Scenario, Scenario),
     /// Redis' `used_memory` growth per policy, configuration only, in bytes.
     RedisBytesPerPolicy,
     /// The mean `MEMORY USAGE` of a keyed bucket, in bytes.
@@ -32,6 +38,9 @@ pub enum Bound {
 /// Where a target comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Source {
+    /// The budget as CPU time per decision, per process, against the reference handlers
+    /// of the same run: what sizes a deployment, robust on a shared machine.
+    Cpu,
     /// The budget: ratios within one run against the no-op ceiling, latency, memory.
     Budget,
     /// The batching targets, against the reference handlers h and i of the same run.
@@ -54,11 +63,25 @@ const fn target(source: Source, measure: Measure, bound: Bound) -> Target {
 }
 
 use Bound::{AtLeast, AtMost};
-use Measure::{KeyedBucketBytes, P99, RedisBytesPerPolicy, ServerRssMb, Throughput};
-use Source::{Batching, Budget};
+use Measure::{
+    KeyedBucketBytes, P99, P99Ratio, RedisBytesPerPolicy, RedisCpu, ServerCpu, ServerRssMb,
+    Throughput,
+};
+use Source::{Batching, Budget, Cpu};
 
 /// Every target, the one place they are written.
 pub const TARGETS: &[Target] = &[
+    target(Cpu, RedisCpu(Hot), AtMost(2.0)),
+    target(Cpu, RedisCpu(Many), AtMost(4.0)),
+    target(Cpu, RedisCpu(Keyed), AtMost(4.0)),
+    target(Cpu, ServerCpu(Hot, Noop), AtMost(1.3)),
+    target(Cpu, ServerCpu(Keyed, Noop), AtMost(1.3)),
+    target(Cpu, ServerCpu(Many, Noop), AtMost(1.3)),
+    target(Cpu, ServerCpu(Denied, Noop), AtMost(1.25)),
+    target(Cpu, Throughput(Hot, Bare), AtLeast(1.5)),
+    target(Cpu, Throughput(Keyed, Bare), AtLeast(1.5)),
+    target(Cpu, Throughput(Many, Bare), AtLeast(1.5)),
+    target(Cpu, P99Ratio(Hot, Noop), AtMost(1.5)),
     target(Budget, Throughput(Hot, Ceiling), AtLeast(0.55)),
     target(Budget, P99(Hot), AtMost(4.0)),
     target(Budget, Throughput(Many, Ceiling), AtLeast(0.55)),
@@ -116,6 +139,9 @@ impl Measure {
     pub fn describe(self) -> String {
         match self {
             Throughput(x, of) => format!("{} / {} req/s", x.id(), of.id()),
+            ServerCpu(x, of) => format!("{} / {} server µs/req", x.id(), of.id()),
+            RedisCpu(x) => format!("{} Redis µs/req", x.id()),
+            P99Ratio(x, of) => format!("{} / {} p99", x.id(), of.id()),
             P99(x) => format!("{} p99 ms", x.id()),
             RedisBytesPerPolicy => "Redis bytes per policy".to_owned(),
             KeyedBucketBytes => "bytes per keyed bucket".to_owned(),
@@ -127,6 +153,9 @@ impl Measure {
         let of = |s: Scenario| m.scenarios.get(&s);
         match self {
             Throughput(x, against) => ratio(of(x)?.rps, of(against)?.rps),
+            ServerCpu(x, against) => ratio(of(x)?.cpu_server, of(against)?.cpu_server),
+            RedisCpu(x) => of(x)?.cpu_redis,
+            P99Ratio(x, against) => ratio(of(x)?.p99_ms, of(against)?.p99_ms),
             P99(x) => of(x)?.p99_ms,
             RedisBytesPerPolicy => m.redis_bytes_per_policy,
             KeyedBucketBytes => m.keyed_bucket_bytes,

@@ -213,8 +213,12 @@ fn leeway(o: &mut String, r: &Results) {
 fn targets(o: &mut String, r: &Results) {
     for (source, title) in [
         (
+            Source::Cpu,
+            "the budget in CPU per decision, per process (bench/README.md \"The budget\"; informational):",
+        ),
+        (
             Source::Budget,
-            "the budget (bench/README.md; informational, nothing is asserted):",
+            "the earlier ratios against the no-op ceiling, latency and memory (informational):",
         ),
         (
             Source::Batching,
