@@ -139,6 +139,11 @@ pub fn median(values: impl Iterator<Item = f64>) -> Option<f64> {
     }
 }
 
+/// A figure with `decimals`, or n/a.
+pub fn fmt(value: Option<f64>, decimals: usize) -> String {
+    value.map_or_else(|| "n/a".to_owned(), |v| format!("{v:.decimals$}"))
+}
+
 /// `a / b`, when both are known and `b` is not 0.
 pub fn ratio(a: Option<f64>, b: Option<f64>) -> Option<f64> {
     let (a, b) = (a?, b?);

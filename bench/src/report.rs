@@ -5,14 +5,9 @@
 use std::fmt::Write;
 
 use crate::budget::{Leeway, Source, TARGETS};
-use crate::figures::{Scenario, ratio};
+use crate::figures::{Scenario, fmt, ratio};
 use crate::knobs::{FEW_KEYS, Knobs};
 use crate::results::Results;
-
-/// A figure with `decimals`, or n/a.
-pub fn fmt(value: Option<f64>, decimals: usize) -> String {
-    value.map_or_else(|| "n/a".to_owned(), |v| format!("{v:.decimals$}"))
-}
 
 fn count(value: Option<u64>) -> String {
     value.map_or_else(|| "n/a".to_owned(), |v| v.to_string())

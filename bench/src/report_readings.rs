@@ -4,9 +4,9 @@
 use std::fmt::Write;
 
 use crate::figures::Scenario;
+use crate::figures::fmt;
 use crate::knobs::{FEW_KEYS, Knobs};
 use crate::readings::mb;
-use crate::report::fmt;
 use crate::results::Results;
 use crate::server::PREFIX;
 

@@ -65,8 +65,8 @@ impl Results {
         let rss_note = if at_size {
             format!(
                 "{} MB at the end (peak {} MB)",
-                crate::report::fmt(mb(end_rss), 1),
-                crate::report::fmt(mb(end_hwm), 1)
+                crate::figures::fmt(mb(end_rss), 1),
+                crate::figures::fmt(mb(end_hwm), 1)
             )
         } else {
             format!(

@@ -11,8 +11,7 @@ use std::sync::LazyLock;
 
 use redis::Script;
 
-use crate::decide::call::batch_args_lua_table;
-use crate::decide::reply::Code;
+use crate::decide::reply::{Code, batch_args_lua_table};
 use crate::domain::Algorithm;
 
 /// A script as Redis runs it: its whole source and its SHA.

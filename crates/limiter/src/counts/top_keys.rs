@@ -7,7 +7,7 @@
 use futures_util::future::join_all;
 use serde::Serialize;
 
-use crate::{Limiter, LimiterError};
+use crate::client::{Limiter, LimiterError};
 
 /// Callers kept per policy, minute and outcome.
 pub const KEEP: isize = 64;

@@ -13,7 +13,7 @@
 //! that had none. Keys carry the policy's hash tag: on a cluster they live beside it, and
 //! one call may read a policy's state and counts together.
 
-use crate::{Limiter, LimiterError};
+use crate::client::{Limiter, LimiterError};
 
 /// How long a string of minutes is kept: a day back from any minute of its hour.
 const KEEP_MINUTES_MS: i64 = 25 * 3600 * 1000;

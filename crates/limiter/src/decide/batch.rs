@@ -22,13 +22,15 @@ use redis::cluster_routing::Slot;
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 
+use crate::client::{Limiter, LimiterError, scripts};
 use crate::decide::batch_figures::BatchFigures;
 use crate::decide::batch_plan::{Entry, Plan};
 use crate::decide::call::AcquireCall;
 use crate::decide::decision::{AcquireOutcome, parse_reply};
+use crate::decide::keyed::KeyedBucket;
 use crate::decide::reply::{Code, REPLY_LEN};
 use crate::domain::{Algorithm, AppSlug, Permits, PolicyName};
-use crate::{KeyedBucket, Limiter, LimiterError, PolicyConfig, scripts};
+use crate::policy_config::PolicyConfig;
 
 /// The most acquires in one call; more waiting go in the next.
 const MAX_BATCH: usize = 256;

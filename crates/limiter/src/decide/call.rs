@@ -9,9 +9,10 @@
 use rand::Rng;
 use redis::{Cmd, ScriptInvocation};
 
+use crate::client::{Limiter, StateKey, scripts};
 use crate::decide::decision::LeaseId;
+use crate::decide::keyed::KeyedBucket;
 use crate::domain::{Algorithm, AppSlug, Mode, PolicyName};
-use crate::{KeyedBucket, Limiter, StateKey, scripts};
 
 /// An acquire ready to be sent.
 pub struct AcquireCall {
@@ -271,17 +272,6 @@ impl AcquireCall {
     }
 }
 
-/// How many arguments an acquire takes after its batch entry's kind and count, by whose
-/// bucket it is (one more with an id): the batch script steps from entry to entry by these
-/// (its table `BATCH_ARGS`, put ahead of it from here), so the layout is written once.
-const GLOBAL_ARGS: usize = 2;
-const KEYED_ARGS: usize = 5;
-
-/// `local BATCH_ARGS = {global = 2, keyed = 5}`, for the batch script.
-pub(crate) fn batch_args_lua_table() -> String {
-    format!("local BATCH_ARGS = {{global = {GLOBAL_ARGS}, keyed = {KEYED_ARGS}}}\n")
-}
-
 /// `EVALSHA <sha> <keys>`, for the keys and then the arguments to follow.
 fn eval_cmd(script: &redis::Script, keys: usize) -> Cmd {
     let mut cmd = redis::cmd("EVALSHA");
@@ -318,8 +308,10 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
+    use crate::decide::keyed::BucketLimits;
+    use crate::decide::reply::{GLOBAL_ARGS, KEYED_ARGS};
     use crate::domain::Scope;
-    use crate::{BucketLimits, PolicyConfig};
+    use crate::policy_config::PolicyConfig;
 
     fn args_of(call: &AcquireCall) -> usize {
         let mut n = 0;

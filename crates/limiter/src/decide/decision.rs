@@ -5,7 +5,7 @@ use std::fmt;
 
 use rand::Rng;
 
-use crate::LimiterError;
+use crate::client::LimiterError;
 use crate::decide::reply::Code;
 use crate::domain::Algorithm;
 

@@ -6,8 +6,9 @@
 
 use sha2::{Digest, Sha256};
 
+use crate::client::{Limiter, LimiterError};
 use crate::domain::Algorithm;
-use crate::{Limiter, LimiterError, PolicyConfig};
+use crate::policy_config::PolicyConfig;
 
 /// The limits one caller's bucket is decided under: the policy's, or an override's.
 #[derive(Debug, Clone, Copy, PartialEq)]

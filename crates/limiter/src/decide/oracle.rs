@@ -3,11 +3,13 @@
 //! tests decide the same acquires both ways and compare, so the batch script is held to
 //! what each single script answers.
 
+use crate::client::{Limiter, LimiterError};
 use crate::decide::call::AcquireCall;
+use crate::decide::decision::AcquireOutcome;
 use crate::decide::decision::parse_reply;
+use crate::decide::keyed::KeyedBucket;
 use crate::decide::reply::Code;
 use crate::domain::{Algorithm, AppSlug, Permits, PolicyName};
-use crate::{AcquireOutcome, KeyedBucket, Limiter, LimiterError};
 
 impl Limiter {
     /// Runs the acquire script of `algorithm` on a global policy; if Redis says the policy

@@ -1,8 +1,10 @@
 //! Giving a concurrency lease back (`POST /v1/release`).
 
+use crate::client::{Limiter, LimiterError, StateKey, scripts};
+use crate::decide::decision::LeaseId;
+use crate::decide::keyed::KeyedBucket;
 use crate::decide::reply::Code;
 use crate::domain::{Algorithm, AppSlug, PolicyName};
-use crate::{KeyedBucket, LeaseId, Limiter, LimiterError, StateKey, scripts};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ReleaseOutcome {

@@ -1,6 +1,7 @@
 //! The contract between the Lua scripts and Rust: what the first integer of a script's
-//! reply means, and how many integers a reply has. The scripts get the codes as a table
-//! `REPLY` (`REPLY.DENIED`, ...) put in front of them when they are loaded
+//! reply means, how many integers a reply has, and how many arguments each entry of the
+//! batch script takes. The scripts get the codes as a table `REPLY` (`REPLY.DENIED`, ...)
+//! and the layout as `BATCH_ARGS`, put in front of them when they are loaded
 //! (`client/scripts.rs`), so the two sides cannot drift apart.
 
 /// The integers of one acquire's reply: code, remaining, retry_after_ms, reset_after_ms,
@@ -80,6 +81,17 @@ impl Code {
             .collect();
         format!("local REPLY = {{{}}}\n", entries.join(", "))
     }
+}
+
+/// How many arguments an acquire takes after its batch entry's kind and count, by whose
+/// bucket it is (one more with an id): the batch script steps from entry to entry by these
+/// (its table `BATCH_ARGS`, put ahead of it from here), so the layout is written once.
+pub(crate) const GLOBAL_ARGS: usize = 2;
+pub(crate) const KEYED_ARGS: usize = 5;
+
+/// `local BATCH_ARGS = {global = 2, keyed = 5}`, for the batch script.
+pub(crate) fn batch_args_lua_table() -> String {
+    format!("local BATCH_ARGS = {{global = {GLOBAL_ARGS}, keyed = {KEYED_ARGS}}}\n")
 }
 
 #[cfg(test)]

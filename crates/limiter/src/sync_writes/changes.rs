@@ -9,7 +9,7 @@ use futures_util::StreamExt;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
-use crate::{Limiter, LimiterError};
+use crate::client::{Limiter, LimiterError};
 
 impl Limiter {
     /// Publishes a change notice signed with this instance's id (so it can skip its own).

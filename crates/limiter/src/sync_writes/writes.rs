@@ -10,7 +10,8 @@ use redis::ScriptInvocation;
 
 use crate::domain::{Algorithm, Mode, PolicyName, Scope};
 
-use crate::{Limiter, LimiterError, PolicyConfig, StateKey, scripts};
+use crate::client::{Limiter, LimiterError, StateKey, scripts};
+use crate::policy_config::PolicyConfig;
 
 /// How many sync scripts one instance keeps in flight; the multiplexed connection
 /// pipelines them, so a reconcile pass over many policies is not one round trip each.

@@ -1,10 +1,11 @@
 //! One caller's bucket of a keyed policy as it stands: its acquire script, told to write
 //! nothing, reads it.
 
+use crate::client::{Limiter, LimiterError, scripts};
 use crate::decide::call::AcquireCall;
+use crate::decide::keyed::KeyedBucket;
 use crate::decide::reply::Code;
 use crate::domain::AppSlug;
-use crate::{KeyedBucket, Limiter, LimiterError, scripts};
 
 impl Limiter {
     /// A caller's bucket as it stands, without changing it (the scripts read only when

@@ -9,9 +9,11 @@ use redis::Value;
 
 use crate::domain::PolicyName;
 
+use crate::client::{Limiter, LimiterError, scripts};
+use crate::counts::usage::MinuteCounts;
 use crate::counts::usage::{byte_ranges, pairs};
+use crate::views::state::BucketState;
 use crate::views::state::parse_state;
-use crate::{BucketState, Limiter, LimiterError, MinuteCounts, scripts};
 
 /// One policy as Redis holds it now.
 #[derive(Debug, Clone, PartialEq)]

@@ -6,12 +6,13 @@ use redis::Value;
 
 use crate::domain::PolicyName;
 
+use crate::client::{KeySpace, Limiter, LimiterError, scripts};
 use crate::counts::top_keys::{Scored, TOP_READS, TopByOutcome, ranked};
+use crate::counts::usage::{MinuteCounts, UsageSpan};
+use crate::decide::keyed::KeyedBucket;
 use crate::views::keyed_state::keyed_state_of;
+use crate::views::state::BucketState;
 use crate::views::state::parse_state;
-use crate::{
-    BucketState, KeySpace, KeyedBucket, Limiter, LimiterError, MinuteCounts, UsageSpan, scripts,
-};
 
 /// The name of a policy's usage string of one hour or day (see `KeySpace`).
 type UsageKey = fn(&KeySpace, &str, i64) -> String;

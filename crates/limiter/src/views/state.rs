@@ -5,7 +5,7 @@ use serde::Serialize;
 
 use crate::domain::PolicyName;
 
-use crate::{Limiter, LimiterError, scripts};
+use crate::client::{Limiter, LimiterError, scripts};
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
