@@ -205,7 +205,7 @@ async fn a_per_app_bucket_is_named_by_the_app() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_reset_bucket_is_granted_at_once_on_every_instance() {
     let database = fresh_database(Db::Postgres).await;
-    let prefix = format!("rkreset-{}", random_suffix());
+    let prefix = test_prefix("reset");
     let first = spawn_app_with(settings(&database, &redis_url(), &prefix)).await;
     let second = spawn_app_with(settings(&database, &redis_url(), &prefix)).await;
     first.create_app("shop").await;
