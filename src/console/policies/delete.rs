@@ -12,7 +12,7 @@ use crate::console::session::SignedIn;
 use crate::control::PolicyView;
 use crate::state::AppState;
 
-use super::editable_policy;
+use super::editable::editable_policy;
 
 #[derive(Template)]
 #[template(path = "policies/delete.html")]

@@ -19,6 +19,7 @@ use crate::state::AppState;
 
 mod amounts;
 mod delete;
+mod editable;
 mod form;
 mod history;
 mod overrides_text;
@@ -28,6 +29,7 @@ pub use delete::{confirm_delete, delete};
 pub use history::{rollback, show as history};
 pub use overview::{limit_status, reset, show};
 
+use editable::{editable_app, editable_policy};
 use form::PolicyForm;
 
 #[derive(Template)]
@@ -182,31 +184,6 @@ impl PolicyFormPage {
             "overrides",
         ])
     }
-}
-
-/// The application, if the actor may edit it; a viewer gets 403 even for the form.
-async fn editable_app(
-    state: &AppState,
-    signed_in: &SignedIn,
-    slug: &str,
-) -> Result<AppDetail, ConsoleError> {
-    let app = state.control.get_app(&signed_in.actor, slug).await?;
-    if app.may_edit {
-        Ok(app)
-    } else {
-        Err(ConsoleError::Forbidden)
-    }
-}
-
-/// The policy and its application, if the actor may edit them.
-async fn editable_policy(
-    state: &AppState,
-    signed_in: &SignedIn,
-    name: &str,
-) -> Result<(PolicyView, AppDetail), ConsoleError> {
-    let policy = state.control.get_policy(&signed_in.actor, name).await?;
-    let app = editable_app(state, signed_in, &policy.owner_app).await?;
-    Ok((policy, app))
 }
 
 /// The form page, with what the form holds and its errors.

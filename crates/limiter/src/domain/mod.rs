@@ -3,6 +3,7 @@
 //! and policy files), so code inside never re-checks it.
 
 mod algorithm;
+mod amounts;
 mod field_error;
 mod names;
 mod policy;
@@ -10,11 +11,9 @@ mod scope;
 mod units;
 
 pub use algorithm::{Algorithm, MAX_MILLIS, Millis, Param};
+pub use amounts::{MAX_CAPACITY, MAX_RATE, MIN_RATE, MaxPermits, Permits, Rate};
 pub use field_error::{FieldError, FieldErrors};
 pub use names::{AppSlug, PolicyName, Username};
-pub use policy::{
-    FailureMode, MAX_CAPACITY, MAX_RATE, MIN_RATE, MaxPermits, Mode, Permits, PolicySpec, Rate,
-    check_description,
-};
+pub use policy::{FailureMode, Mode, PolicySpec, check_description};
 pub use scope::{CallerKey, MAX_KEY_BYTES, MAX_OVERRIDES, Override, Scope};
 pub use units::{DisplayUnits, DurationUnit, RateUnit};

@@ -5,7 +5,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{FieldError, MaxPermits, Millis, Rate};
+use super::amounts::{MaxPermits, Rate};
+use super::{FieldError, Millis};
 
 /// Most overrides one policy may have.
 pub const MAX_OVERRIDES: usize = 1000;
