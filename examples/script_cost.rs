@@ -21,12 +21,16 @@
 
 #![forbid(unsafe_code)]
 
+#[path = "shared/never_reached_config.rs"]
+mod never_reached_config;
+use never_reached_config::never_reached;
+
 use std::collections::HashMap;
 use std::time::Duration;
 
 use futures_util::{StreamExt, stream};
 use ratekeeper_limiter::decide::reply::{Code, REPLY_LEN};
-use ratekeeper_limiter::domain::{Algorithm, AppSlug, Mode, PolicyName, Scope};
+use ratekeeper_limiter::domain::{Algorithm, AppSlug, PolicyName, Scope};
 use ratekeeper_limiter::scripts::{self, LuaScript, batch_reply_integers};
 use ratekeeper_limiter::{AcquireCall, BucketLimits, KeyedBucket, Limiter, PolicyConfig};
 use redis::aio::MultiplexedConnection;
@@ -94,7 +98,7 @@ impl Fixture {
         let keyed = PolicyConfig {
             scope: Scope::PerKey,
             rate: 0.01,
-            ..never_reached(name("users".to_owned())?)
+            ..never_reached(name("users".to_owned())?, APP)
         };
         Ok(Self {
             limiter: Limiter::new(url, PREFIX, Duration::from_secs(60))?,
@@ -146,7 +150,7 @@ impl Fixture {
     async fn write_policies(&self) -> anyhow::Result<()> {
         let configs = std::iter::once(&self.hot)
             .chain(&self.policies)
-            .map(|name| never_reached(name.clone()));
+            .map(|name| never_reached(name.clone(), APP));
         let mut pushes = stream::iter(configs)
             .map(|config| async move { self.limiter.push_policy(&config).await })
             .buffer_unordered(32);
@@ -154,25 +158,6 @@ impl Fixture {
             pushed?;
         }
         Ok(())
-    }
-}
-
-/// A global token bucket whose limit is never reached (rate 1,000,000/s, capacity 10^9),
-/// allowing the app `APP`: what is measured is the path, not denials.
-fn never_reached(name: PolicyName) -> PolicyConfig {
-    PolicyConfig {
-        name,
-        created_ms: 1,
-        version: 1,
-        algorithm: Algorithm::TokenBucket,
-        max_permits: 1_000_000_000,
-        rate: 1_000_000.0,
-        window_ms: None,
-        lease_ttl_ms: None,
-        apps: format!(",{APP},"),
-        enabled: true,
-        scope: Scope::Global,
-        mode: Mode::Enforce,
     }
 }
 

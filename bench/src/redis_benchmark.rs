@@ -3,12 +3,16 @@
 //! from the limiter crate (the script as the server loads it, the hash as the sync writes
 //! it, the call as the batcher sends a lone acquire): the protocol is written once.
 
+#[path = "../../examples/shared/never_reached_config.rs"]
+mod never_reached_config;
+use never_reached_config::never_reached;
+
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
-use ratekeeper_limiter::domain::{Algorithm, AppSlug, Mode, PolicyName, Scope};
+use ratekeeper_limiter::domain::{Algorithm, AppSlug, PolicyName};
 use ratekeeper_limiter::scripts::TOKEN_BUCKET;
-use ratekeeper_limiter::{AcquireCall, Code, Limiter, PolicyConfig};
+use ratekeeper_limiter::{AcquireCall, Code, Limiter};
 
 use crate::admin_api::APP;
 use crate::knobs::Knobs;
@@ -38,7 +42,7 @@ pub async fn run(knobs: &Knobs, redis: &PrivateRedis) -> Result<RedisBenchmark> 
     let name = PolicyName::parse(POLICY).map_err(|e| anyhow::anyhow!("{e:?}"))?;
     let app = AppSlug::parse(APP).map_err(|e| anyhow::anyhow!("{e:?}"))?;
     limiter
-        .push_policy(&never_reached(name.clone()))
+        .push_policy(&never_reached(name.clone(), APP))
         .await
         .context("writing redis-benchmark's policy")?;
     let mut conn = redis.conn();
@@ -96,22 +100,4 @@ async fn granted(call: &redis::Cmd, conn: &mut redis::aio::MultiplexedConnection
     call.query_async::<Vec<i64>>(conn)
         .await
         .is_ok_and(|reply| reply.first() == Some(&Code::Granted.number()))
-}
-
-/// A token bucket whose limit is never reached (rate 1,000,000/s, capacity 10^9).
-fn never_reached(name: PolicyName) -> PolicyConfig {
-    PolicyConfig {
-        name,
-        created_ms: 1,
-        version: 1,
-        algorithm: Algorithm::TokenBucket,
-        max_permits: 1_000_000_000,
-        rate: 1_000_000.0,
-        window_ms: None,
-        lease_ttl_ms: None,
-        apps: format!(",{APP},"),
-        enabled: true,
-        scope: Scope::Global,
-        mode: Mode::Enforce,
-    }
 }
