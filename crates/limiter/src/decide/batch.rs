@@ -151,12 +151,7 @@ impl Batcher {
             ));
             sender
         });
-        // Counted before it can be taken off the queue, which counts it down.
-        self.figures.queued.inc();
-        queue.send(Job { work, deadline }).map_err(|_| {
-            self.figures.queued.dec();
-            stopped()
-        })
+        queue.send(Job { work, deadline }).map_err(|_| stopped())
     }
 }
 
@@ -181,12 +176,19 @@ async fn send_batches(
     let mut calls: Vec<AcquireCall> = Vec::with_capacity(MAX_BATCH);
     let mut waiting: Vec<Option<oneshot::Sender<Reply>>> = Vec::with_capacity(MAX_BATCH);
     let mut next = None;
+    // What this batcher last added to the shared gauge: the queue is measured once a
+    // batch, not counted up and down by every acquire (a shared counter each worker's
+    // acquires would write).
+    let mut reported = 0;
     loop {
         let first = match next.take() {
             Some(job) => job,
             None => match queue.recv().await {
                 Some(job) => job,
-                None => return,
+                None => {
+                    figures.queued.sub(reported);
+                    return;
+                }
             },
         };
         let now = Instant::now();
@@ -194,7 +196,6 @@ async fn send_batches(
         let mut restore = None;
         let mut job = Some(first);
         while let Some(Job { work, deadline }) = job.take() {
-            figures.queued.dec();
             match work {
                 // Decided after the acquires that came before it, before those after it.
                 Work::Restore(config, reply) => {
@@ -216,6 +217,9 @@ async fn send_batches(
                 job = queue.try_recv().ok();
             }
         }
+        let left = queue.len() as i64;
+        figures.queued.add(left - reported);
+        reported = left;
         if let Some(deadline) = earliest {
             limiter
                 .decide_all(&calls, &mut waiting, deadline, &figures)

@@ -7,7 +7,8 @@ use prometheus::{Histogram, HistogramOpts, IntGauge, Registry};
 pub struct BatchFigures {
     /// Acquires per call (one script call, or one per slot on a cluster).
     pub size: Histogram,
-    /// Acquires queued and not yet sent, over every worker's batcher.
+    /// Acquires waiting for a call, over every worker's batcher, as each saw its queue
+    /// when it last formed a batch.
     pub queued: IntGauge,
     /// Seconds of one script call, from sending to its reply.
     pub call_seconds: Histogram,
@@ -40,7 +41,7 @@ impl BatchFigures {
             )?,
             queued: IntGauge::new(
                 "ratekeeper_batch_queued",
-                "Acquires waiting in the batchers' queues for their call to Redis",
+                "Acquires waiting in the batchers' queues for their call to Redis, as each batcher saw its queue when it last formed a batch",
             )?,
             call_seconds: Histogram::with_opts(
                 HistogramOpts::new(
