@@ -19,8 +19,8 @@ pub use client::{KeySpace, Limiter, LimiterError, RedisConn, StateKey, scripts};
 pub use counts::{CallerCount, MinuteCounts, PolicyCounts, TopBatch, TopByOutcome, UsageSpan};
 pub use decide::reply::Code;
 pub use decide::{
-    AcquireCall, AcquireOutcome, BatchFigures, Batcher, BucketLimits, Decided, Decision,
-    KeyedBucket, LeaseId, ReleaseOutcome,
+    AcquireCall, AcquireOutcome, AllAsk, AllTarget, BatchFigures, Batcher, BucketLimits, Decided,
+    Decision, KeyedBucket, LeaseId, RefundOutcome, ReleaseOutcome,
 };
 pub use policy_config::PolicyConfig;
 pub use sync_writes::listen_for_changes;

@@ -89,3 +89,24 @@ local function decided(reply, policy)
   return reply
 end
 
+
+-- given(reply, policy) completes a give-back's reply ({code, remaining, _, reset}, the
+-- state as it is after it) with the policy's figures: GRANTED when permits went back,
+-- UNENFORCED when the policy is disabled (nothing given back), retry_after_ms 0.
+local function given(reply, policy)
+  reply[1] = REPLY.GRANTED
+  if not policy.enabled then
+    reply[1] = REPLY.UNENFORCED
+  end
+  reply[3] = 0
+  reply[5] = policy.max_permits
+  reply[6] = policy.version
+  return reply
+end
+
+-- give_back_gate(key, own, param, extra, app) reads and checks the policy hash as an
+-- acquire of one permit would (the permits given back may be more than max_permits: the
+-- state is capped instead): (reply) when refused, else (nil, policy) as acquire_gate.
+local function give_back_gate(key, own, param, extra, app)
+  return acquire_gate(key, own, param, extra, 1, app)
+end

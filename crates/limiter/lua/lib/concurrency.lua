@@ -134,3 +134,30 @@ local function concurrency_keyed(bucket, permits, max_permits, ttl, enabled, mem
   return concurrency_acquire(bucket, max_permits, ttl, now_us / 1000, permits, member_prefix,
     enabled)
 end
+
+-- The give-back of a lease a grant just took (an all-or-nothing acquire undone): its
+-- release. A refund is no give-back for leases (they are released): without a lease it
+-- answers {WRONG_ALGORITHM, concurrency's number, ...}, which the instance reads as "this
+-- policy keeps release".
+-- concurrency_give_back_global(key, leases, permits, app, lease_id, at_us, now_us)
+local function concurrency_give_back_global(key, leases, _, app, lease_id, _, now_us)
+  local refused, policy = give_back_gate(key, 'concurrency', 'lease_ttl_ms', {}, app)
+  if refused then
+    return refused
+  end
+  if not lease_id then
+    return {REPLY.WRONG_ALGORITHM, ALGORITHM_INDEX.concurrency, 0, 0, 0, policy.version}
+  end
+  local r = concurrency_release(leases, policy.max_permits, now_us / 1000,
+    app .. '|' .. lease_id .. '|')
+  return given({0, r[2], 0, r[4]}, policy)
+end
+
+-- The same on a caller's leases; member_prefix is "<app>|<lease id>|" as the acquire took it.
+local function concurrency_give_back_keyed(bucket, _, max_permits, _, member_prefix, _, now_us)
+  if not member_prefix then
+    return {REPLY.WRONG_ALGORITHM, ALGORITHM_INDEX.concurrency, 0, 0}
+  end
+  local r = concurrency_release(bucket, max_permits, now_us / 1000, member_prefix)
+  return {REPLY.GRANTED, r[2], 0, r[4]}
+end

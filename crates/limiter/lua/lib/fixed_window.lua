@@ -81,3 +81,54 @@ local function fixed_window_keyed(bucket, permits, max_permits, window, enabled,
   end
   return reply
 end
+
+-- fixed_window_give(stored_start, stored_count, window, at_us, permits): the count after
+-- giving back `permits` granted at at_us: lowered, never below 0, while the counter is
+-- still that grant's window; else unchanged (the window they counted in is over). Returns
+-- the count and whether it changed.
+local function fixed_window_give(stored_start, stored_count, window, at_us, permits)
+  local at_ms = math.floor(at_us / 1000)
+  if permits <= 0 or not stored_count or stored_start ~= at_ms - at_ms % window then
+    return stored_count, false
+  end
+  return math.max(stored_count - permits, 0), true
+end
+
+-- fixed_window_give_back_global(key, counter, permits, app, _, at_us, now_us): the give-back
+-- of a global policy, after the checks of an acquire of one permit; the counter keeps its
+-- expiry. Reply: {code, remaining, 0, reset_after_ms, max_permits, version} after it.
+local function fixed_window_give_back_global(key, counter, permits, app, _, at_us, now_us)
+  local refused, policy = give_back_gate(key, 'fixed_window', 'window_ms', {}, app)
+  if refused then
+    return refused
+  end
+  local c = redis.call('HMGET', counter, 'start', 'count')
+  local start = tonumber(c[1])
+  local count, changed = fixed_window_give(start, tonumber(c[2]), policy.param, at_us,
+    policy.enabled and permits or 0)
+  if changed then
+    redis.call('HSET', counter, 'count', count)
+  end
+  local reply = fixed_window_decide(start, count, policy.max_permits, policy.param, now_us, 1,
+    false)
+  return given(reply, policy)
+end
+
+-- The give-back on a caller's counter (lib/keyed.lua's keyed_give_back calls it); the key
+-- keeps its expiry.
+local function fixed_window_give_back_keyed(bucket, permits, max_permits, window, _, at_us,
+    now_us)
+  local raw = redis.call('GET', bucket)
+  local start, count
+  if raw and #raw == 16 then
+    start, count = struct.unpack('<d<d', raw)
+  end
+  local changed
+  count, changed = fixed_window_give(start, count, window, at_us, permits)
+  if changed then
+    redis.call('SET', bucket, struct.pack('<d<d', start, count), 'KEEPTTL')
+  end
+  local reply = fixed_window_decide(start, count, max_permits, window, now_us, 1, false)
+  reply[1] = REPLY.GRANTED
+  return reply
+end

@@ -95,3 +95,62 @@ local function gcra_keyed(bucket, permits, max_permits, rate, enabled, _, now_us
   end
   return reply
 end
+
+-- gcra_give(tat, rate, now, permits): the tat after giving `permits` back: moved back by
+-- permits * T, never before now (an earlier tat would be a burst above max_permits).
+-- The exact inverse of a grant at the same instant. Returns the tat, nil when there is
+-- none (nothing taken: nothing to give back).
+local function gcra_give(tat, rate, now, permits)
+  if not tat then
+    return nil
+  end
+  local back = tat - permits * 1000 / rate
+  if back < now then
+    back = now
+  end
+  return back
+end
+
+-- gcra_give_back_global(key, _, permits, app, _, _, now_us): the give-back of a global
+-- policy, after the checks of an acquire of one permit. Reply: {code, remaining, 0,
+-- reset_after_ms, max_permits, version} after it.
+local function gcra_give_back_global(key, _, permits, app, _, _, now_us)
+  local refused, policy = give_back_gate(key, 'gcra', 'rate', {'tat'}, app)
+  if refused then
+    return refused
+  end
+  local now = now_us / 1000
+  local tat = tonumber(policy.extra[1])
+  if policy.enabled and permits > 0 then
+    tat = gcra_give(tat, policy.param, now, permits)
+    if tat then
+      redis.call('HSET', key, 'tat', string.format('%.17g', tat))
+    end
+  end
+  local reply = gcra_decide(tat, policy.max_permits, policy.param, now, 1, false)
+  return given(reply, policy)
+end
+
+-- The give-back on a caller's bucket (lib/keyed.lua's keyed_give_back calls it): the key
+-- goes when the tat is reached, as after a grant.
+local function gcra_give_back_keyed(bucket, permits, max_permits, rate, _, _, now_us)
+  local now = now_us / 1000
+  local raw = redis.call('GET', bucket)
+  local tat
+  if raw and #raw == 8 then
+    tat = struct.unpack('<d', raw)
+  end
+  if permits > 0 then
+    tat = gcra_give(tat, rate, now, permits)
+  end
+  local reply = gcra_decide(tat, max_permits, rate, now, 1, false)
+  if tat and permits > 0 then
+    if reply[4] <= 0 then
+      redis.call('DEL', bucket)
+    else
+      redis.call('SET', bucket, struct.pack('<d', tat), 'PX', string.format('%d', reply[4] + 1))
+    end
+  end
+  reply[1] = REPLY.GRANTED
+  return reply
+end

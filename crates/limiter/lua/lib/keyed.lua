@@ -53,3 +53,30 @@ local function keyed_acquire(decide, bucket, argv, a, now_us)
   reply[6] = version
   return reply
 end
+
+-- keyed_give_back(give, bucket, argv, a, id, at_us, now_us) gives back what an acquire with
+-- the same arguments (argv[a] on, as keyed_acquire reads them) took: permits may be more
+-- than max_permits (the state is capped), a disabled policy (gate "0") gets nothing back.
+-- `give` is the algorithm's <algorithm>_give_back_keyed(bucket, permits, max_permits,
+-- param, id, at_us, now_us) (lua/lib/), answering {code, remaining, 0, reset_after_ms}
+-- as the bucket is after it; id and at_us say which grant is undone (nil and now_us: a
+-- refund, of the newest grants). Reply: as keyed_acquire's.
+local function keyed_give_back(give, bucket, argv, a, id, at_us, now_us)
+  local permits = tonumber(argv[a])
+  local max_permits = tonumber(argv[a + 1])
+  local version = tonumber(argv[a + 4]) or 0
+  if not permits or permits < 1 or permits ~= math.floor(permits) then
+    return {REPLY.PERMITS_REFUSED, 0, 0, 0, max_permits, version}
+  end
+  local enabled = argv[a + 3] ~= '0'
+  if not enabled then
+    permits = 0
+  end
+  local reply = give(bucket, permits, max_permits, tonumber(argv[a + 2]), id, at_us, now_us)
+  if reply[1] == REPLY.GRANTED and not enabled then
+    reply[1] = REPLY.UNENFORCED
+  end
+  reply[5] = max_permits
+  reply[6] = version
+  return reply
+end

@@ -35,3 +35,17 @@ local function token_bucket_keyed(bucket, permits, max_permits, rate, enabled, _
   end
   return {code, remaining, retry, reset}
 end
+
+-- Gives `permits` back to a caller's bucket (lib/keyed.lua's keyed_give_back calls it):
+-- refilled to now, never above max_permits; the key goes when the bucket is full again.
+local function token_bucket_give_back_keyed(bucket, permits, max_permits, rate, _, _, now_us)
+  local now = now_us / 1000
+  local tokens, last = load_keyed_token_bucket(redis.call('GET', bucket))
+  tokens, last = token_bucket_give(tokens, last, max_permits, rate, now, permits)
+  local _, remaining, _, reset = token_bucket_decide(tokens, last, max_permits, rate, now, 1,
+    false)
+  if permits > 0 then
+    store_keyed_token_bucket(bucket, tokens, last, reset)
+  end
+  return {REPLY.GRANTED, remaining, 0, reset}
+end

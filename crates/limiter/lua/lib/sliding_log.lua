@@ -94,3 +94,54 @@ local function sliding_log_keyed(bucket, permits, max_permits, window, enabled, 
     now_us)
   return sliding_log_decide(bucket, max_permits, window, now_us, permits, request_id, enabled)
 end
+
+-- sliding_log_give(log, window, at_us, now_us, permits, request_id): removes `permits`
+-- grants from the log: with a request id, exactly the members the grant of that id at
+-- at_us added (an undone grant); without one (a refund), the newest entries still in the
+-- window, never more than there are.
+local function sliding_log_give(log, window, at_us, now_us, permits, request_id)
+  if permits <= 0 then
+    return
+  end
+  if request_id then
+    local prefix = string.format('%d', at_us) .. ':' .. request_id .. ':'
+    local i = 1
+    -- ZREM in batches: unpack() of a huge table would overflow Lua's C stack.
+    while i <= permits do
+      local members = {}
+      local last = math.min(i + 499, permits)
+      for j = i, last do
+        members[#members + 1] = prefix .. j
+      end
+      redis.call('ZREM', log, unpack(members))
+      i = last + 1
+    end
+    return
+  end
+  redis.call('ZREMRANGEBYSCORE', log, '-inf', string.format('%d', now_us - window * 1000))
+  redis.call('ZPOPMAX', log, permits)
+end
+
+-- sliding_log_give_back_global(key, log, permits, app, request_id, at_us, now_us): the
+-- give-back of a global policy, after the checks of an acquire of one permit. Reply:
+-- {code, remaining, 0, reset_after_ms, max_permits, version} after it.
+local function sliding_log_give_back_global(key, log, permits, app, request_id, at_us, now_us)
+  local refused, policy = give_back_gate(key, 'sliding_log', 'window_ms', {}, app)
+  if refused then
+    return refused
+  end
+  if policy.enabled then
+    sliding_log_give(log, policy.param, at_us, now_us, permits, request_id)
+  end
+  local reply = sliding_log_decide(log, policy.max_permits, policy.param, now_us, 1, '', false)
+  return given(reply, policy)
+end
+
+-- The give-back on a caller's log (lib/keyed.lua's keyed_give_back calls it).
+local function sliding_log_give_back_keyed(bucket, permits, max_permits, window, request_id,
+    at_us, now_us)
+  sliding_log_give(bucket, window, at_us, now_us, permits, request_id)
+  local reply = sliding_log_decide(bucket, max_permits, window, now_us, 1, '', false)
+  reply[1] = REPLY.GRANTED
+  return reply
+end

@@ -134,3 +134,61 @@ local function sliding_window_keyed(bucket, permits, max_permits, window, enable
   end
   return reply
 end
+
+-- sliding_window_give(stored_start, curr, prev, window, at_us, permits): the counts after
+-- giving back `permits` granted at at_us: the grant's window's count lowered, never below
+-- 0, whether it is the current one or, since then, the previous one; unchanged when it is
+-- older (its weight is 0). Returns curr, prev and whether they changed.
+local function sliding_window_give(stored_start, curr, prev, window, at_us, permits)
+  local at_ms = math.floor(at_us / 1000)
+  local start = at_ms - at_ms % window
+  if permits <= 0 or not stored_start then
+    return curr, prev, false
+  end
+  if stored_start == start then
+    return math.max((curr or 0) - permits, 0), prev, true
+  end
+  if stored_start == start + window then
+    return curr, math.max((prev or 0) - permits, 0), true
+  end
+  return curr, prev, false
+end
+
+-- sliding_window_give_back_global(key, _, permits, app, _, at_us, now_us): the give-back of
+-- a global policy, after the checks of an acquire of one permit. Reply: {code, remaining,
+-- 0, reset_after_ms, max_permits, version} after it.
+local function sliding_window_give_back_global(key, _, permits, app, _, at_us, now_us)
+  local refused, policy = give_back_gate(key, 'sliding_window', 'window_ms',
+    {'sw_start', 'sw_curr', 'sw_prev'}, app)
+  if refused then
+    return refused
+  end
+  local start = tonumber(policy.extra[1])
+  local curr, prev, changed = sliding_window_give(start, tonumber(policy.extra[2]),
+    tonumber(policy.extra[3]), policy.param, at_us, policy.enabled and permits or 0)
+  if changed then
+    redis.call('HSET', key, 'sw_curr', curr or 0, 'sw_prev', prev or 0)
+  end
+  local reply = sliding_window_decide(start, curr, prev, policy.max_permits, policy.param,
+    now_us, 1, false)
+  return given(reply, policy)
+end
+
+-- The give-back on a caller's counters (lib/keyed.lua's keyed_give_back calls it); the key
+-- keeps its expiry.
+local function sliding_window_give_back_keyed(bucket, permits, max_permits, window, _, at_us,
+    now_us)
+  local raw = redis.call('GET', bucket)
+  local start, curr, prev
+  if raw and #raw == 24 then
+    start, curr, prev = struct.unpack('<d<d<d', raw)
+  end
+  local changed
+  curr, prev, changed = sliding_window_give(start, curr, prev, window, at_us, permits)
+  if changed then
+    redis.call('SET', bucket, struct.pack('<d<d<d', start, curr, prev), 'KEEPTTL')
+  end
+  local reply = sliding_window_decide(start, curr, prev, max_permits, window, now_us, 1, false)
+  reply[1] = REPLY.GRANTED
+  return reply
+end

@@ -56,3 +56,18 @@ local function token_bucket_decide(tokens, last, max_permits, rate, now, permits
   return REPLY.DENIED, token_bucket_floor(tokens + EPSILON), token_bucket_ms_until(permits - tokens, rate),
     token_bucket_ms_until(max_permits - tokens, rate)
 end
+
+-- token_bucket_give(tokens, last, max_permits, rate, now, permits): the state after giving
+-- `permits` back at `now`: refilled to now first, then never above max_permits (a bucket
+-- never used is full: nothing to give back). The exact inverse of a grant at the same
+-- instant. Returns tokens, last.
+local function token_bucket_give(tokens, last, max_permits, rate, now, permits)
+  if not tokens or not last then
+    return max_permits, now
+  end
+  if now > last then
+    tokens = tokens + (now - last) * rate / 1000
+    last = now
+  end
+  return token_bucket_min(tokens + permits, max_permits), last
+end

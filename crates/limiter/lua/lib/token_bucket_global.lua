@@ -47,3 +47,38 @@ local function store_token_bucket(key, tokens, last)
   redis.call('HSET', key, 'curr_permits', string.format('%.17g', tokens),
     'last_mill_second', string.format('%.17g', last))
 end
+
+-- One acquire of a global token-bucket policy as the other algorithms' global acquires
+-- take it (lib/acquire_gate.lua's order of arguments), reading and writing the hash:
+-- token_bucket_acquire_global(key, _, permits, app, _, now_us) -> reply.
+local function token_bucket_acquire_global(key, _, permits, app, _, now_us)
+  local h = redis.call('HMGET', key, unpack(TOKEN_BUCKET_FIELDS))
+  local code, remaining, retry, reset, max_permits, version, tokens, last = token_bucket_global(h,
+    permits, app, now_us / 1000)
+  if tokens then
+    store_token_bucket(key, tokens, last)
+  end
+  return {code, remaining, retry, reset, max_permits, version}
+end
+
+-- token_bucket_give_back_global(key, _, permits, app, _, _, now_us): gives `permits` back
+-- to the policy's bucket (lib/token_bucket.lua's token_bucket_give) after the checks of
+-- an acquire of one permit. Reply: {code, remaining, 0, reset_after_ms, max_permits,
+-- version} as the bucket is after it (acquire_gate.lua's given()), or a refusal.
+local function token_bucket_give_back_global(key, _, permits, app, _, _, now_us)
+  local h = redis.call('HMGET', key, unpack(TOKEN_BUCKET_FIELDS))
+  local refused, max_permits, rate, version, enabled = token_bucket_gate(h, app, 1)
+  if refused then
+    return refused
+  end
+  local now = now_us / 1000
+  local tokens, last = tonumber(h[6]), tonumber(h[7])
+  if enabled then
+    tokens, last = token_bucket_give(tokens, last, max_permits, rate, now, permits)
+    store_token_bucket(key, tokens, last)
+  end
+  local _, remaining, _, reset = token_bucket_decide(tokens, last, max_permits, rate, now, 1,
+    false)
+  return given({0, remaining, 0, reset}, {max_permits = max_permits, version = version,
+    enabled = enabled})
+end

@@ -122,6 +122,43 @@ script!(
         "acquire_batch.lua"
     ]
 );
+// Several acquires all or nothing (`acquire_all.lua`), and give-backs: refunds and the
+// grants of an all-or-nothing acquire undone across a cluster's slots (`give_back.lua`);
+// every algorithm's acquire and give-back, global and keyed.
+script!(
+    ACQUIRE_ALL,
+    [
+        "lib/clock.lua",
+        "lib/acquire_gate.lua",
+        "lib/keyed.lua",
+        "lib/token_bucket.lua",
+        "lib/token_bucket_global.lua",
+        "lib/keyed_token_bucket.lua",
+        "lib/fixed_window.lua",
+        "lib/sliding_log.lua",
+        "lib/sliding_window.lua",
+        "lib/concurrency.lua",
+        "lib/gcra.lua",
+        "acquire_all.lua"
+    ]
+);
+script!(
+    GIVE_BACK,
+    [
+        "lib/clock.lua",
+        "lib/acquire_gate.lua",
+        "lib/keyed.lua",
+        "lib/token_bucket.lua",
+        "lib/token_bucket_global.lua",
+        "lib/keyed_token_bucket.lua",
+        "lib/fixed_window.lua",
+        "lib/sliding_log.lua",
+        "lib/sliding_window.lua",
+        "lib/concurrency.lua",
+        "lib/gcra.lua",
+        "give_back.lua"
+    ]
+);
 script!(
     FIXED_WINDOW,
     [

@@ -15,16 +15,11 @@
 
 use std::sync::OnceLock;
 
-use futures_util::StreamExt;
-use futures_util::stream::FuturesUnordered;
-use redis::Cmd;
-use redis::cluster_routing::Slot;
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 
-use crate::client::{Limiter, LimiterError, scripts};
+use crate::client::{Limiter, LimiterError};
 use crate::decide::batch_figures::BatchFigures;
-use crate::decide::batch_plan::{Entry, Plan};
 use crate::decide::call::AcquireCall;
 use crate::decide::decision::{AcquireOutcome, parse_reply};
 use crate::decide::keyed::KeyedBucket;
@@ -38,9 +33,9 @@ const MAX_BATCH: usize = 256;
 /// How many times an acquire follows Redis' word that its policy uses another algorithm
 /// (it changed, and this instance has not heard yet): twice only if it changed again
 /// between the two calls.
-const ALGORITHM_RETRIES: usize = 2;
+pub(crate) const ALGORITHM_RETRIES: usize = 2;
 
-type Reply = Result<[i64; REPLY_LEN], LimiterError>;
+pub(crate) type Reply = Result<[i64; REPLY_LEN], LimiterError>;
 
 /// One piece of work waiting for its turn, and when its wait for Redis ends: one timeout
 /// after it came.
@@ -51,16 +46,30 @@ struct Job {
 
 enum Work {
     Acquire(AcquireCall, oneshot::Sender<Reply>),
+    /// Work that goes alone, in its turn: after the acquires queued before it, before
+    /// those queued after it.
+    Alone(Alone),
+}
+
+/// What goes to Redis as a call of its own rather than in a batch.
+pub(crate) enum Alone {
     /// A policy Redis lost, put back from this instance's snapshot before the acquires
     /// queued after it are decided.
     Restore(PolicyConfig, oneshot::Sender<Result<(), LimiterError>>),
+    /// An all-or-nothing acquire: its acquires, and for each whether it takes (else it is
+    /// a check); answered with each one's reply (`decide/all.rs`).
+    All(Vec<AcquireCall>, Vec<bool>, oneshot::Sender<AllReplies>),
+    /// A refund: what an acquire with these arguments would take, given back.
+    GiveBack(AcquireCall, oneshot::Sender<Reply>),
 }
+
+pub(crate) type AllReplies = Result<Vec<[i64; REPLY_LEN]>, LimiterError>;
 
 /// The batching in front of one worker's connection. Its sender starts a task on the
 /// first acquire (on the runtime of the worker that makes it), which sends the calls one
 /// at a time and ends when the batcher is dropped.
 pub struct Batcher {
-    limiter: Limiter,
+    pub(crate) limiter: Limiter,
     figures: BatchFigures,
     queue: OnceLock<mpsc::UnboundedSender<Job>>,
 }
@@ -127,7 +136,7 @@ impl Batcher {
     /// or deleted key) back from `config`, ahead of every acquire queued after this call.
     pub async fn restore(&self, config: &PolicyConfig) -> Result<(), LimiterError> {
         let (reply, answer) = oneshot::channel();
-        self.queue(Work::Restore(config.clone(), reply))?;
+        self.queue_alone(Alone::Restore(config.clone(), reply))?;
         answer.await.map_err(|_| stopped())?
     }
 
@@ -137,6 +146,11 @@ impl Batcher {
         let (reply, answer) = oneshot::channel();
         self.queue(Work::Acquire(call, reply))?;
         answer.await.map_err(|_| stopped())?
+    }
+
+    /// Queues work that goes alone, in its turn.
+    pub(crate) fn queue_alone(&self, alone: Alone) -> Result<(), LimiterError> {
+        self.queue(Work::Alone(alone))
     }
 
     /// Queues work, starting the sending task at the first.
@@ -155,7 +169,7 @@ impl Batcher {
     }
 }
 
-fn stopped() -> LimiterError {
+pub(crate) fn stopped() -> LimiterError {
     LimiterError::Reply("the acquire batcher stopped".to_owned())
 }
 
@@ -193,13 +207,13 @@ async fn send_batches(
         };
         let now = Instant::now();
         let mut earliest = None;
-        let mut restore = None;
+        let mut alone = None;
         let mut job = Some(first);
         while let Some(Job { work, deadline }) = job.take() {
             match work {
                 // Decided after the acquires that came before it, before those after it.
-                Work::Restore(config, reply) => {
-                    restore = Some((config, reply, deadline));
+                Work::Alone(work) => {
+                    alone = Some((work, deadline));
                     break;
                 }
                 // Its request is gone (the client hung up): nothing to decide.
@@ -227,155 +241,10 @@ async fn send_batches(
             calls.clear();
             waiting.clear();
         }
-        if let Some((config, reply, deadline)) = restore {
-            let _ = reply.send(limiter.restore_policy(&config, deadline).await);
+        if let Some((work, deadline)) = alone {
+            limiter.run_queued_alone(work, deadline).await;
         }
         next = queue.try_recv().ok();
-    }
-}
-
-impl Limiter {
-    /// Writes a lost policy's configuration back (its sync script, loaded first if Redis
-    /// has lost that too), within `deadline`.
-    async fn restore_policy(
-        &self,
-        config: &PolicyConfig,
-        deadline: Instant,
-    ) -> Result<(), LimiterError> {
-        let mut conn = self.conn.clone();
-        let left = deadline.saturating_duration_since(Instant::now());
-        let invocation = self.sync_invocation(config);
-        self.timed_for(left, invocation.invoke_async::<i64>(&mut conn))
-            .await
-            .map(|_| ())
-    }
-
-    /// Decides `calls` (in arrival order) in as few script calls as the connection allows
-    /// (one on a single node; one per slot on a cluster, sent together), and answers each
-    /// acquire's waiter as soon as its call is back.
-    async fn decide_all(
-        &self,
-        calls: &[AcquireCall],
-        waiting: &mut [Option<oneshot::Sender<Reply>>],
-        deadline: Instant,
-        figures: &BatchFigures,
-    ) {
-        let cluster = self.conn.is_cluster();
-        let plan = Plan::of(
-            calls.len(),
-            |i| calls[i].key(),
-            // On a single node every acquire goes in the one call.
-            |i| cluster.then(|| Slot::for_key(calls[i].key())),
-            |i, j| calls[i].repeated_by(&calls[j]),
-        );
-        let sent = |i: usize| {
-            let entries = &plan.calls[i];
-            let expected = plan.replies_of(i) * REPLY_LEN;
-            figures.size.observe(plan.replies_of(i) as f64);
-            async move {
-                let timer = figures.call_seconds.start_timer();
-                let flat = self.decide_entries(calls, entries, deadline).await;
-                timer.observe_duration();
-                let flat = flat.and_then(|flat| {
-                    if flat.len() == expected {
-                        Ok(flat)
-                    } else {
-                        Err(LimiterError::Reply(format!(
-                            "{} integers for {} acquires",
-                            flat.len(),
-                            expected / REPLY_LEN
-                        )))
-                    }
-                });
-                (i, flat)
-            }
-        };
-        if let [_] = plan.calls.as_slice() {
-            let (_, replies) = sent(0).await;
-            answer(&plan, 0..calls.len(), &replies, waiting);
-            return;
-        }
-        let mut acquires_of: Vec<Vec<usize>> = vec![Vec::new(); plan.calls.len()];
-        for (acquire, &(call, _)) in plan.replies.iter().enumerate() {
-            acquires_of[call].push(acquire);
-        }
-        let mut calls_back: FuturesUnordered<_> = (0..plan.calls.len()).map(sent).collect();
-        while let Some((call, replies)) = calls_back.next().await {
-            answer(&plan, acquires_of[call].iter().copied(), &replies, waiting);
-        }
-    }
-
-    /// One script call for `entries`: an acquire's own script when it is alone, else the
-    /// batch script.
-    async fn decide_entries(
-        &self,
-        calls: &[AcquireCall],
-        entries: &[Entry],
-        deadline: Instant,
-    ) -> Result<Vec<i64>, LimiterError> {
-        if let [Entry { first, count: 1 }] = entries {
-            let call = &calls[*first];
-            return self
-                .run_script(call.script(), &call.alone_cmd(), deadline)
-                .await;
-        }
-        let cmd = AcquireCall::batch_cmd(entries.iter().map(|e| (&calls[e.first], e.count)));
-        let packed: Vec<u8> = self
-            .run_script(&scripts::ACQUIRE_BATCH, &cmd, deadline)
-            .await?;
-        scripts::batch_reply_integers(&packed).ok_or_else(|| {
-            LimiterError::Reply(format!(
-                "a batch reply of {} bytes, not whole integers",
-                packed.len()
-            ))
-        })
-    }
-
-    /// Runs a script call made by [`AcquireCall`], loading the script first when Redis does
-    /// not have it (a restart, a `SCRIPT FLUSH`), as `redis::ScriptInvocation` does.
-    async fn run_script<T: redis::FromRedisValue>(
-        &self,
-        script: &redis::Script,
-        cmd: &Cmd,
-        deadline: Instant,
-    ) -> Result<T, LimiterError> {
-        let mut conn = self.conn.clone();
-        let left = deadline.saturating_duration_since(Instant::now());
-        self.timed_for(left, async {
-            match cmd.query_async(&mut conn).await {
-                Err(e)
-                    if e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) =>
-                {
-                    script.load_async(&mut conn).await?;
-                    cmd.query_async(&mut conn).await
-                }
-                answered => answered,
-            }
-        })
-        .await
-    }
-}
-
-/// Answers the waiters of `acquires` from the replies of their call (the plan says where
-/// each one's is).
-fn answer(
-    plan: &Plan,
-    acquires: impl Iterator<Item = usize>,
-    replies: &Result<Vec<i64>, LimiterError>,
-    waiting: &mut [Option<oneshot::Sender<Reply>>],
-) {
-    for acquire in acquires {
-        let at = plan.replies[acquire].1;
-        let reply = match replies {
-            Ok(flat) => Ok(flat[at * REPLY_LEN..(at + 1) * REPLY_LEN]
-                .try_into()
-                .expect("REPLY_LEN integers")),
-            Err(e) => Err(e.clone()),
-        };
-        if let Some(waiter) = waiting[acquire].take() {
-            // A request that gave up waiting has dropped its receiver: nothing to do.
-            let _ = waiter.send(reply);
-        }
     }
 }
 

@@ -207,14 +207,27 @@ impl AcquireCall {
         I: IntoIterator<Item = (&'c AcquireCall, usize)>,
         I::IntoIter: Clone,
     {
-        let entries = entries.into_iter();
+        let entries = entries
+            .into_iter()
+            .map(|(call, count)| (call, count as i64));
+        Self::entries_cmd(&scripts::ACQUIRE_BATCH, entries)
+    }
+
+    /// `EVALSHA` of a script that takes acquires as the batch script does, each with the
+    /// integer that follows its kind (the batch's count, `lua/acquire_all.lua`'s take,
+    /// `lua/give_back.lua`'s instant): every entry's keys, then every entry's kind, that
+    /// integer and its own arguments.
+    pub(crate) fn entries_cmd<'c, I>(script: &redis::Script, entries: I) -> Cmd
+    where
+        I: Iterator<Item = (&'c AcquireCall, i64)> + Clone,
+    {
         let keys = entries.clone().map(|(call, _)| call.key_count()).sum();
-        let mut cmd = eval_cmd(&scripts::ACQUIRE_BATCH, keys);
+        let mut cmd = eval_cmd(script, keys);
         for (call, _) in entries.clone() {
             call.push_keys(&mut cmd);
         }
-        for (call, count) in entries {
-            call.push_batch_args(&mut cmd, count);
+        for (call, tag) in entries {
+            call.push_tagged_args(&mut cmd, tag);
         }
         cmd
     }
@@ -236,14 +249,15 @@ impl AcquireCall {
         }
     }
 
-    /// Adds it, standing for `count` identical acquires, to a batch script's call's
-    /// arguments: its kind, the count, then its own arguments.
-    fn push_batch_args(&self, call: &mut Cmd, count: usize) {
+    /// Adds it to the arguments of a call of such a script: its kind, the integer `tag`
+    /// (for the batch script, how many identical acquires it stands for), then its own
+    /// arguments.
+    fn push_tagged_args(&self, call: &mut Cmd, tag: i64) {
         let kind = match self.whose {
             Whose::Global { .. } => self.algorithm.index(),
             Whose::Keyed { .. } => -self.algorithm.index(),
         };
-        call.arg(kind).arg(count);
+        call.arg(kind).arg(tag);
         self.add_args(|arg| {
             call.arg(arg);
         });

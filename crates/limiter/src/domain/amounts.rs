@@ -80,9 +80,60 @@ impl Permits {
     }
 }
 
+/// What one acquire (or one item of an all-or-nothing acquire) asks: permits to take, or a
+/// check (`permits: 0`, Envoy's `hits_addend: 0`): whether one permit would be granted now,
+/// taking nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum CheckOrPermits {
+    Check,
+    Take(Permits),
+}
+
+impl CheckOrPermits {
+    /// 0 is a check; 1 to [`MAX_CAPACITY`] take that many; anything else names `field`.
+    pub fn parse_field(field: &str, value: i64) -> Result<Self, FieldError> {
+        match value {
+            0 => Ok(Self::Check),
+            1..=MAX_CAPACITY => Ok(Self::Take(Permits(value))),
+            _ => Err(FieldError::new(
+                field,
+                format!("must be a whole number from 0 (a check) to {MAX_CAPACITY}"),
+            )),
+        }
+    }
+
+    /// The permits a decision is taken on: a check is decided as one permit.
+    pub fn decided_as(self) -> Permits {
+        match self {
+            Self::Check => Permits(1),
+            Self::Take(permits) => permits,
+        }
+    }
+
+    pub fn is_check(self) -> bool {
+        self == Self::Check
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn zero_permits_is_a_check() {
+        assert_eq!(
+            CheckOrPermits::parse_field("permits", 0),
+            Ok(CheckOrPermits::Check)
+        );
+        assert_eq!(
+            CheckOrPermits::parse_field("permits", 3).map(CheckOrPermits::decided_as),
+            Ok(Permits(3))
+        );
+        assert_eq!(CheckOrPermits::Check.decided_as(), Permits(1));
+        let error = CheckOrPermits::parse_field("all[2].permits", -1).unwrap_err();
+        assert_eq!(error.field, "all[2].permits");
+        assert!(CheckOrPermits::parse_field("permits", MAX_CAPACITY + 1).is_err());
+    }
 
     #[test]
     fn rates() {

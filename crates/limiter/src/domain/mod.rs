@@ -11,7 +11,7 @@ mod scope;
 mod units;
 
 pub use algorithm::{Algorithm, MAX_MILLIS, Millis, Param};
-pub use amounts::{MAX_CAPACITY, MAX_RATE, MIN_RATE, MaxPermits, Permits, Rate};
+pub use amounts::{CheckOrPermits, MAX_CAPACITY, MAX_RATE, MIN_RATE, MaxPermits, Permits, Rate};
 pub use field_error::{FieldError, FieldErrors};
 pub use names::{AppSlug, PolicyName, Username};
 pub use policy::{FailureMode, Mode, PolicySpec, check_description};
