@@ -25,18 +25,18 @@ use super::{DenialCache, Tally};
 /// One HTTP worker's acquire path: it holds that worker's own Redis connection, so an
 /// acquire never hops to another thread to reach Redis; the rest is shared.
 pub struct Acquirer {
-    limiter: Limiter,
+    pub(super) limiter: Limiter,
     /// Global token-bucket acquires, batched on this worker's connection.
-    batcher: Batcher,
-    snapshot: Arc<Snapshot>,
-    denials: Arc<DenialCache>,
-    metrics: Arc<Metrics>,
+    pub(super) batcher: Batcher,
+    pub(super) snapshot: Arc<Snapshot>,
+    pub(super) denials: Arc<DenialCache>,
+    pub(super) metrics: Arc<Metrics>,
     /// This worker's own counts and top callers (no lock shared with other workers).
-    tally: Arc<Tally>,
+    pub(super) tally: Arc<Tally>,
     /// Warnings of an outage, at most one a second (not one per request).
-    outage_log: OncePerSecond,
+    pub(super) outage_log: OncePerSecond,
     /// `ratekeeper_decisions_total` by outcome, looked up once.
-    outcomes: OutcomeCounters,
+    pub(super) outcomes: OutcomeCounters,
 }
 
 /// The decision counters by outcome, resolved when the acquirer is made: a label lookup
@@ -44,13 +44,13 @@ pub struct Acquirer {
 /// Outcomes are decisions only, never request input (a resource name as a label would let
 /// any client grow the metrics without bound); per-policy counts are the decision counts,
 /// in Redis, for the console.
-struct OutcomeCounters {
-    granted: IntCounter,
-    denied: IntCounter,
-    unenforced: IntCounter,
-    shadow_denied: IntCounter,
-    degraded: IntCounter,
-    unavailable: IntCounter,
+pub(super) struct OutcomeCounters {
+    pub(super) granted: IntCounter,
+    pub(super) denied: IntCounter,
+    pub(super) unenforced: IntCounter,
+    pub(super) shadow_denied: IntCounter,
+    pub(super) degraded: IntCounter,
+    pub(super) unavailable: IntCounter,
 }
 
 impl OutcomeCounters {
@@ -69,10 +69,10 @@ impl OutcomeCounters {
 
 /// A gate that opens at most once a second, without a lock.
 #[derive(Default)]
-struct OncePerSecond(AtomicI64);
+pub(super) struct OncePerSecond(AtomicI64);
 
 impl OncePerSecond {
-    fn due(&self) -> bool {
+    pub(super) fn due(&self) -> bool {
         let now = chrono::Utc::now().timestamp();
         let last = self.0.load(Ordering::Relaxed);
         now > last
@@ -227,7 +227,7 @@ impl Acquirer {
     /// One round trip, or three when Redis has lost a policy this instance knows: then it
     /// is put back from the snapshot and decided on at once, not answered 404 until the
     /// next sync pass.
-    async fn ask_redis(
+    pub(super) async fn ask_redis(
         &self,
         app: &AppSlug,
         name: &PolicyName,
@@ -283,7 +283,7 @@ impl Acquirer {
     /// What Redis answered, counted, and a denial remembered for the requests after it
     /// (per `caller`: the app of a global policy, the caller of a keyed bucket), unless a
     /// change was heard of since the denial cache's `generation` was read.
-    fn decided(
+    pub(super) fn decided(
         &self,
         name: &PolicyName,
         caller: &str,
@@ -328,34 +328,8 @@ impl Acquirer {
         policy: Option<&PolicyEntry>,
         error: LimiterError,
     ) -> Result<Outcome, Refusal> {
-        if self.outage_log.due() {
-            tracing::warn!(
-                policy = %name,
-                redis = self.limiter.address(),
-                error = %error,
-                "acquire could not reach redis (logged at most once a second)"
-            );
-        }
-        let outcome = match policy {
-            None => Err(Refusal::Unavailable),
-            Some(policy) if !policy.allows(app) => Err(Refusal::AppNotAllowed),
-            Some(policy) if !policy.config.enabled => Ok(Outcome::Degraded {
-                limit: Some(policy.max_permits()),
-                enforced: false,
-            }),
-            // Shadow mode promises never to refuse: granted, whatever the failure mode.
-            Some(policy) if policy.config.mode == Mode::Shadow => Ok(Outcome::Degraded {
-                limit: Some(policy.max_permits()),
-                enforced: true,
-            }),
-            Some(policy) => match policy.failure_mode {
-                FailureMode::Closed => Err(Refusal::Unavailable),
-                FailureMode::Open => Ok(Outcome::Degraded {
-                    limit: Some(policy.max_permits()),
-                    enforced: true,
-                }),
-            },
-        };
+        self.log_outage(name, &error);
+        let outcome = fallback(app, policy);
         match outcome {
             Ok(_) => {
                 self.tally.count(name.as_str(), Decision::Granted);
@@ -367,9 +341,21 @@ impl Acquirer {
         outcome
     }
 
+    /// A warning that Redis could not answer, at most once a second.
+    pub(super) fn log_outage(&self, name: &PolicyName, error: &LimiterError) {
+        if self.outage_log.due() {
+            tracing::warn!(
+                policy = %name,
+                redis = self.limiter.address(),
+                error = %error,
+                "acquire could not reach redis (logged at most once a second)"
+            );
+        }
+    }
+
     /// Counts a decision: per policy for the console's chart, per caller for the top
     /// callers, and by outcome for the metrics.
-    fn count(&self, name: &PolicyName, caller: &str, decision: Decision) {
+    pub(super) fn count(&self, name: &PolicyName, caller: &str, decision: Decision) {
         self.tally.record(name.as_str(), caller, decision);
         let counter = match decision {
             Decision::Granted => &self.outcomes.granted,
@@ -378,5 +364,32 @@ impl Acquirer {
             Decision::ShadowDenied => &self.outcomes.shadow_denied,
         };
         counter.inc();
+    }
+}
+
+/// What an acquire of `policy` by `app` comes to when Redis cannot answer: every check that
+/// needs no Redis is made from the snapshot (the app allowed, the policy enabled), and only
+/// then the failure mode decides (a shadow policy grants, whatever its failure mode). A
+/// policy this instance does not know fails closed.
+pub(super) fn fallback(app: &AppSlug, policy: Option<&PolicyEntry>) -> Result<Outcome, Refusal> {
+    match policy {
+        None => Err(Refusal::Unavailable),
+        Some(policy) if !policy.allows(app) => Err(Refusal::AppNotAllowed),
+        Some(policy) if !policy.config.enabled => Ok(Outcome::Degraded {
+            limit: Some(policy.max_permits()),
+            enforced: false,
+        }),
+        // Shadow mode promises never to refuse: granted, whatever the failure mode.
+        Some(policy) if policy.config.mode == Mode::Shadow => Ok(Outcome::Degraded {
+            limit: Some(policy.max_permits()),
+            enforced: true,
+        }),
+        Some(policy) => match policy.failure_mode {
+            FailureMode::Closed => Err(Refusal::Unavailable),
+            FailureMode::Open => Ok(Outcome::Degraded {
+                limit: Some(policy.max_permits()),
+                enforced: true,
+            }),
+        },
     }
 }

@@ -165,6 +165,18 @@ impl DenialCache {
         }
     }
 
+    /// Drops the denial of one caller of a policy (permits were given back to its bucket).
+    /// As for [`DenialCache::forget`], a denial asked for before now is not remembered when
+    /// it comes back: it may tell of the bucket before the permits came back.
+    pub fn forget_caller(&self, policy: &str, caller: &str) {
+        self.generation.fetch_add(1, Ordering::AcqRel);
+        if let Some(mut denials) = self.entries.get_mut(policy)
+            && denials.remove(caller).is_some()
+        {
+            self.held.fetch_sub(1, Ordering::Relaxed);
+        }
+    }
+
     /// Drops every denial at once: another instance announced a change, which this one has
     /// not read yet. Denials asked for before now are not remembered when they come back.
     pub fn forget_all(&self) {

@@ -1,14 +1,18 @@
 //! The acquire path (the data plane): answering `POST /v1/acquire` with one Redis round
-//! trip and no SQL, and what an instance keeps in memory for it.
+//! trip and no SQL (also several acquires all or nothing, and checks: `all`), refunds,
+//! and what an instance keeps in memory for it.
 
 mod acquirer;
+mod all;
 mod caller;
 mod denials;
 mod flusher;
 mod outcome;
+mod refund;
 mod tally;
 
 pub use acquirer::Acquirer;
+pub use all::{AcquiredAll, AllItem, AllRefused};
 pub use caller::{Partition, partition_of};
 pub use denials::DenialCache;
 pub use flusher::{run_flusher, unix_minute_now};

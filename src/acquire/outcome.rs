@@ -34,6 +34,8 @@ pub enum Refusal {
     KeyRequired,
     /// A key named for a policy that is not per_key.
     KeyNotTaken,
+    /// A refund of a concurrency policy: its leases are released, not refunded.
+    NotRefundable,
 }
 
 /// An acquire's outcome, with the caller whose bucket it drew on (keyed policies).

@@ -9,11 +9,12 @@ use base64::engine::general_purpose::STANDARD as BASE64_STANDARD;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
+use super::acquire_all::{self, AllItemRequest};
 use super::auth::ApiClient;
 use super::json::{ClientJson, required_field};
 use super::problem::Problem;
 use crate::acquire::{Acquired, Acquirer, Outcome, Partition, Refusal};
-use crate::domain::{AppSlug, CallerKey, FieldError, Permits, PolicyName};
+use crate::domain::{AppSlug, CallerKey, CheckOrPermits, FieldError, PolicyName};
 use ratekeeper_limiter::{Decided, Decision};
 
 #[derive(Debug, Deserialize, ToSchema)]
@@ -23,9 +24,10 @@ pub struct AcquireRequest {
     #[serde(default, deserialize_with = "crate::control::not_null")]
     #[schema(nullable = false, pattern = "^[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}$")]
     pub resource: Option<String>,
-    /// Defaults to 1.
+    /// Defaults to 1; 0 is a check (whether one permit would be granted now, with the
+    /// remaining permits and reset times; nothing is taken).
     #[serde(default, deserialize_with = "crate::control::not_null")]
-    #[schema(nullable = false, minimum = 1, maximum = 1000000000)]
+    #[schema(nullable = false, minimum = 0, maximum = 1000000000)]
     pub permits: Option<i64>,
     /// Whose bucket, on a `per_key` policy (required there, refused elsewhere): 1 to 256
     /// bytes of UTF-8 without control characters, such as a user id or an address.
@@ -37,9 +39,19 @@ pub struct AcquireRequest {
         pattern = "^[^\\u0000-\\u001f\\u007f-\\u009f]+$"
     )]
     pub key: Option<String>,
+    /// Several acquires decided all or nothing, instead of `resource`, `permits` and `key`:
+    /// 1 to 16 items, no two on the same resource and key. The reply is
+    /// `{"allowed", "results": [one acquire reply per item, in order]}`, 200 when each is
+    /// granted, else 429, and a denied call takes nothing from any bucket.
+    #[serde(default, deserialize_with = "crate::control::not_null")]
+    #[schema(nullable = false, min_items = 1, max_items = 16)]
+    pub all: Option<Vec<AllItemRequest>>,
 }
 
+/// The reply of one acquire. (No other field in the schema: an `all` reply, which has
+/// `results`, is told apart from it.)
 #[derive(Debug, Serialize, ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct AcquireReply {
     pub allowed: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -99,18 +111,26 @@ impl From<&Outcome> for AcquireReply {
     }
 }
 
+/// The reply of `POST /v1/acquire`: one acquire's, or an `all` acquire's.
+#[derive(Serialize, ToSchema)]
+#[serde(untagged)]
+pub enum AcquireReplies {
+    One(AcquireReply),
+    All(super::acquire_all::AcquireAllReply),
+}
+
 #[utoipa::path(
     post, path = "/v1/acquire", tag = "acquire",
     request_body = AcquireRequest,
     responses(
-        (status = 200, description = "Granted (in shadow mode also where the limit would deny: `shadow_denied` true, no RateLimit headers)", body = AcquireReply),
-        (status = 400, description = "The body does not fit: broken JSON or more after it, an unknown field, a wrong type or null, resource missing or not a policy name", body = Problem, content_type = "application/problem+json"),
+        (status = 200, description = "Granted (in shadow mode also where the limit would deny: `shadow_denied` true, no RateLimit headers); with `all`, every item granted", body = AcquireReplies),
+        (status = 400, description = "The body does not fit: broken JSON or more after it, an unknown field, a wrong type or null, resource (or an item's) missing or not a policy name", body = Problem, content_type = "application/problem+json"),
         (status = 401, description = "No or bad API key", body = Problem, content_type = "application/problem+json"),
-        (status = 403, description = "This application may not use the resource", body = Problem, content_type = "application/problem+json"),
-        (status = 404, description = "No such policy", body = Problem, content_type = "application/problem+json"),
-        (status = 422, description = "permits below 1 or above the caller's max_permits; key missing on a per_key policy, given on another, or not 1-256 bytes of UTF-8 without control characters", body = Problem, content_type = "application/problem+json"),
-        (status = 429, description = "Denied; Retry-After says when to retry", body = AcquireReply),
-        (status = 503, description = "Redis unreachable and the policy fails closed (or is not known to this instance)", body = Problem, content_type = "application/problem+json"),
+        (status = 403, description = "This application may not use the resource (of an item: the detail names all[i])", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No such policy (of an item: the detail names all[i])", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "permits below 0 or above the caller's max_permits; key missing on a per_key policy, given on another, or not 1-256 bytes of UTF-8 without control characters; all with resource, permits or key, with no item or more than 16, or two items on the same resource and key (the field names all[i])", body = Problem, content_type = "application/problem+json"),
+        (status = 429, description = "Denied (with all: an item denied, nothing taken); Retry-After says when to retry", body = AcquireReplies),
+        (status = 503, description = "Redis unreachable and the policy (an item's) fails closed (or is not known to this instance)", body = Problem, content_type = "application/problem+json"),
     ),
     security(("api_key" = []))
 )]
@@ -120,13 +140,30 @@ pub async fn acquire(
     body: ClientJson<AcquireRequest>,
 ) -> Result<HttpResponse, Problem> {
     let body = body.0;
+    if let Some(all) = body.all {
+        if body.resource.is_some() || body.permits.is_some() || body.key.is_some() {
+            return Err(Problem::invalid(
+                FieldError::new(
+                    "all",
+                    "is instead of resource, permits and key: send either all or those",
+                )
+                .into(),
+            ));
+        }
+        let items = acquire_all::parse_items(all)?;
+        return acquire_all::acquire_all(&acquirer, &client.app, &items).await;
+    }
     let name = required_field("resource", body.resource, |r| {
         PolicyName::parse_field("resource", &r)
     })?;
-    let permits =
-        Permits::parse(body.permits.unwrap_or(1)).map_err(|e| Problem::invalid(e.into()))?;
+    let permits = CheckOrPermits::parse_field("permits", body.permits.unwrap_or(1))
+        .map_err(|e| Problem::invalid(e.into()))?;
     let key = caller_key(body.key)?;
-    match acquirer.acquire(&client.app, &name, permits, key).await {
+    let answer = match permits {
+        CheckOrPermits::Take(permits) => acquirer.acquire(&client.app, &name, permits, key).await,
+        CheckOrPermits::Check => acquirer.check(&client.app, &name, key).await,
+    };
+    match answer {
         Ok(acquired) => Ok(render(&name, &acquired)),
         Err(refusal) => Err(refused(refusal, &name, &client.app)),
     }
@@ -168,6 +205,16 @@ pub(super) fn refused(refusal: Refusal, name: &PolicyName, app: &AppSlug) -> Pro
             )
             .into(),
         ),
+        Refusal::NotRefundable => Problem::invalid(
+            FieldError::new(
+                "resource",
+                format!(
+                    "{:?} is a concurrency policy: give its leases back with POST /v1/release",
+                    name.as_str()
+                ),
+            )
+            .into(),
+        ),
         Refusal::KeyNotTaken => Problem::invalid(
             FieldError::new(
                 "key",
@@ -183,7 +230,7 @@ pub(super) fn refused(refusal: Refusal, name: &PolicyName, app: &AppSlug) -> Pro
 
 /// 200 or 429 with the body, and on a decision the IETF RateLimit headers
 /// (structured-field form) and, when denied, `Retry-After`.
-fn render(name: &PolicyName, acquired: &Acquired) -> HttpResponse {
+pub(super) fn render(name: &PolicyName, acquired: &Acquired) -> HttpResponse {
     let outcome = &acquired.outcome;
     let reply = AcquireReply::from(outcome);
     let decided = match outcome {
@@ -227,7 +274,7 @@ fn render(name: &PolicyName, acquired: &Acquired) -> HttpResponse {
 
 /// `RateLimit-Policy: "<name>";q=<limit>` and `RateLimit: "<name>";r=<remaining>;t=<s>`,
 /// where `t` is the time to retry when denied, else the time until the bucket is full.
-fn ratelimit_headers(
+pub(super) fn ratelimit_headers(
     name: &PolicyName,
     decided: &Decided,
     partition: Option<&Partition>,
@@ -283,6 +330,6 @@ fn quoted_name(name: &PolicyName, more: usize) -> String {
     value
 }
 
-fn whole_seconds(ms: i64) -> i64 {
+pub(super) fn whole_seconds(ms: i64) -> i64 {
     (ms.max(0) + 999) / 1000
 }

@@ -1,6 +1,7 @@
 //! HTTP: the acquire API, the admin JSON API, health, metrics and the OpenAPI document.
 
 pub mod acquire;
+mod acquire_all;
 pub mod admin;
 pub mod auth;
 mod health;
@@ -9,6 +10,7 @@ mod openapi;
 mod openapi_creates;
 pub mod problem;
 mod query;
+pub mod refund;
 pub mod release;
 
 use actix_web::http::{StatusCode, header};
@@ -27,6 +29,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
     )
     .service(resource("/v1/acquire", "POST").route(web::post().to(acquire::acquire)))
     .service(resource("/v1/release", "POST").route(web::post().to(release::release)))
+    .service(resource("/v1/refund", "POST").route(web::post().to(refund::refund)))
     .service(resource("/healthz", "GET").route(web::get().to(health::healthz)))
     .service(resource("/readyz", "GET").route(web::get().to(health::readyz)))
     .service(resource("/metrics", "GET").route(web::get().to(health::metrics)))

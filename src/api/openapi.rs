@@ -5,7 +5,7 @@ use utoipa::OpenApi;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 
 use super::openapi_creates::Creates;
-use super::{acquire, admin, release};
+use super::{acquire, admin, refund, release};
 
 #[derive(OpenApi)]
 #[openapi(
@@ -13,6 +13,7 @@ use super::{acquire, admin, release};
     paths(
         acquire::acquire,
         release::release,
+        refund::refund,
         admin::apps::create_app,
         admin::apps::list_apps,
         admin::apps::get_app,

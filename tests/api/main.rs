@@ -5,6 +5,7 @@ mod helpers;
 
 mod accuracy;
 mod acquire;
+mod acquire_all;
 mod admin_api;
 mod algorithms;
 mod cli;
