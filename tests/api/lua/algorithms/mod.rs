@@ -4,7 +4,8 @@
 //! 32 concurrent clients, counted against the span measured on Redis' own clock.
 //!
 //! One file per area: `every_script` (the checks every acquire script shares),
-//! `fixed_window`, `sliding_log`, `sliding_window`, `concurrency`, `gcra`, `sync_scripts`
+//! `fixed_window`, `sliding_log`, `sliding_window`, `concurrency`, `gcra`, `give_back`
+//! (refunds and undone grants, and acquire_all.lua), `sync_scripts`
 //! (sync_policy.lua and delete_if_stale.lua) and `accuracy`. The policy fixture below
 //! (`Config`, `Policy`) and the reply codes are shared by them.
 
@@ -21,6 +22,7 @@ mod concurrency;
 mod every_script;
 mod fixed_window;
 mod gcra;
+mod give_back;
 mod sliding_log;
 mod sliding_window;
 mod sync_scripts;
