@@ -12,7 +12,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::acquire::DenialCache;
-use crate::acquire::{Acquirer, TallyRegistry, run_flusher};
+use crate::acquire::{Acquirer, Protocol, TallyRegistry, run_flusher};
 use crate::api;
 use crate::auth::LocalBuckets;
 use crate::config::Settings;
@@ -167,6 +167,7 @@ impl Application {
                 denials.clone(),
                 metrics.clone(),
                 tallies.for_worker(),
+                Protocol::Http,
             );
             App::new()
                 .app_data(state.clone())

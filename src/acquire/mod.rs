@@ -1,11 +1,14 @@
-//! The acquire path (the data plane): answering `POST /v1/acquire` with one Redis round
-//! trip and no SQL, and what an instance keeps in memory for it.
+//! The acquire path (the data plane): answering `POST /v1/acquire` (and Envoy's
+//! `ShouldRateLimit`) with one Redis round trip and no SQL, and what an instance keeps in
+//! memory for it.
 
 mod acquirer;
 mod caller;
 mod denials;
 mod flusher;
+pub mod headers;
 mod outcome;
+mod protocol;
 mod tally;
 
 pub use acquirer::Acquirer;
@@ -13,4 +16,5 @@ pub use caller::{Partition, partition_of};
 pub use denials::DenialCache;
 pub use flusher::{run_flusher, unix_minute_now};
 pub use outcome::{Acquired, KeyRefused, Outcome, Refusal};
+pub use protocol::Protocol;
 pub use tally::{OutcomeCounts, SKETCH_SIZE, Taken, Tally, TallyRegistry};
