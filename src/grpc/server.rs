@@ -17,8 +17,8 @@ use tonic::transport::server::TcpIncoming;
 use tonic::{Request, Response, Status};
 
 use crate::acquire::{Acquirer, Refusal};
-use crate::domain::AppSlug;
-use crate::snapshot::Snapshot;
+use crate::domain::{AppSlug, CallerKey, Permits};
+use crate::snapshot::{PolicyEntry, Snapshot};
 use crate::telemetry::Metrics;
 
 use super::all_or_nothing::decide_all;
@@ -50,42 +50,51 @@ impl RateLimiter {
         let request = request.into_inner();
         let mut targets = descriptors::resolve(&self.snapshot, &request)
             .map_err(|e| Status::invalid_argument(e.to_string()))?;
-        let mut named = targets
-            .iter()
-            .enumerate()
-            .filter_map(|(index, target)| Some((index, target.named()?)));
-        match (named.next(), named.next()) {
+        let named = {
+            let mut named = (0..targets.len()).filter(|&i| targets[i].named().is_some());
+            (named.next(), named.next())
+        };
+        match named {
             (None, _) => Ok(reply::response(
                 targets.iter().map(|_| reply::unmatched()).collect(),
                 Vec::new(),
             )),
             // The fast path: one descriptor that takes permits, on the single acquire.
-            (Some((index, one)), None) if one.permits.is_some() => {
-                let Target::Policy(one) = std::mem::replace(&mut targets[index], Target::Unmatched)
-                else {
-                    unreachable!("the target at {index} names a policy");
-                };
-                self.decide_one(&client.app, targets.len(), index, one)
-                    .await
+            (Some(index), None) => {
+                match std::mem::replace(&mut targets[index], Target::Unmatched) {
+                    Target::Policy(Named {
+                        policy,
+                        key,
+                        permits: Some(permits),
+                    }) => {
+                        let one = One {
+                            index,
+                            count: targets.len(),
+                            policy,
+                            key,
+                            permits,
+                        };
+                        self.decide_one(&client.app, one).await
+                    }
+                    check => {
+                        targets[index] = check;
+                        decide_all(&self.acquirer, &client.app, targets).await
+                    }
+                }
             }
             _ => decide_all(&self.acquirer, &client.app, targets).await,
         }
     }
 
-    /// One descriptor (at `index` of `count`) names a policy, the others none.
-    async fn decide_one(
-        &self,
-        app: &AppSlug,
-        count: usize,
-        index: usize,
-        one: Named,
-    ) -> Result<RateLimitResponse, Status> {
-        let Named {
+    /// The one descriptor of a call that names a policy (the others name none).
+    async fn decide_one(&self, app: &AppSlug, one: One) -> Result<RateLimitResponse, Status> {
+        let One {
+            index,
+            count,
             policy,
             key,
             permits,
         } = one;
-        let permits = permits.expect("the one-acquire path takes permits");
         let name = &policy.config.name;
         let mut statuses: Vec<_> = (0..count).map(|_| reply::unmatched()).collect();
         let headers = match self.acquirer.acquire(app, name, permits, key).await {
@@ -104,6 +113,15 @@ impl RateLimiter {
         };
         Ok(reply::response(statuses, headers))
     }
+}
+
+/// The one descriptor (at `index` of `count`) that names a policy and takes permits.
+struct One {
+    index: usize,
+    count: usize,
+    policy: Arc<PolicyEntry>,
+    key: Option<CallerKey>,
+    permits: Permits,
 }
 
 /// The gRPC status of an acquire refused before any decision (a failing-closed outage

@@ -39,6 +39,15 @@ async fn shop_over_grpc() -> (TestApp, String) {
     (app, key)
 }
 
+#[test]
+fn a_grpc_address_that_is_not_host_port_stops_the_start() {
+    let mut bad = grpc_settings("sqlite://unused.db", "redis://127.0.0.1:6379", "unused");
+    assert!(bad.validate().is_ok());
+    bad.grpc_listen = Some("localhost".into());
+    let refused = bad.validate().expect_err("not host:port");
+    assert!(refused.to_string().contains("grpc_listen"), "{refused}");
+}
+
 /// A client of the server's rate limit service.
 async fn client(app: &TestApp) -> RateLimitServiceClient<Channel> {
     let address = app.grpc_address.clone().expect("the server serves gRPC");
