@@ -10,7 +10,8 @@ use utoipa::ToSchema;
 use super::auth::ApiClient;
 use super::json::{ClientJson, required_field};
 use super::problem::Problem;
-use crate::acquire::{Acquired, Acquirer, Outcome, Partition, Refusal, headers};
+use crate::acquire::headers as header_values;
+use crate::acquire::{Acquired, Acquirer, Outcome, Partition, Refusal};
 use crate::domain::{AppSlug, CallerKey, FieldError, Permits, PolicyName};
 use ratekeeper_limiter::{Decided, Decision};
 
@@ -217,7 +218,7 @@ fn render(name: &PolicyName, acquired: &Acquired) -> HttpResponse {
     if denied {
         headers.insert(
             header::RETRY_AFTER,
-            HeaderValue::from(headers::retry_after_seconds(decided)),
+            HeaderValue::from(header_values::retry_after_seconds(decided)),
         );
     }
     response
@@ -237,7 +238,7 @@ fn ratelimit_headers(
         ),
         (
             HeaderName::from_static("ratelimit"),
-            HeaderValue::try_from(headers::ratelimit_value(name, decided, partition)).ok(),
+            HeaderValue::try_from(header_values::ratelimit_value(name, decided, partition)).ok(),
         ),
     ]
     .into_iter()
@@ -246,5 +247,5 @@ fn ratelimit_headers(
 
 /// `"<name>";q=<limit>`, the value of `RateLimit-Policy`.
 fn policy_header(name: &PolicyName, limit: i64) -> Option<HeaderValue> {
-    HeaderValue::try_from(headers::policy_value(name, limit)).ok()
+    HeaderValue::try_from(header_values::policy_value(name, limit)).ok()
 }
