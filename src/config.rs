@@ -17,6 +17,9 @@ const ENV_PREFIX: &str = "RATEKEEPER_";
 pub struct Settings {
     /// Address to serve on; port 0 picks a free port (logged at start).
     pub listen: String,
+    /// Address of Envoy's rate limit service (gRPC, plaintext h2c); off when unset. Port 0
+    /// picks a free port (logged at start).
+    pub grpc_listen: Option<String>,
     /// `sqlite://...`, `postgres://...` or `mysql://...`.
     pub database_url: SecretString,
     /// One `redis://` URL, or a comma-separated list of them for a Redis Cluster.
@@ -94,6 +97,14 @@ impl Settings {
         };
         if self.listen.parse::<std::net::SocketAddr>().is_err() {
             return Err(invalid("listen", "must be host:port, e.g. 127.0.0.1:8080"));
+        }
+        if let Some(grpc) = &self.grpc_listen
+            && grpc.parse::<std::net::SocketAddr>().is_err()
+        {
+            return Err(invalid(
+                "grpc_listen",
+                "must be host:port, e.g. 127.0.0.1:8081 (or unset: no gRPC)",
+            ));
         }
         if self.sync_interval_ms < 100 {
             return Err(invalid("sync_interval_ms", "must be at least 100"));

@@ -10,6 +10,7 @@ pub mod config;
 pub mod console;
 pub mod control;
 pub mod domain;
+pub mod grpc;
 pub mod policy_file;
 pub mod snapshot;
 pub mod startup;

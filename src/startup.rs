@@ -1,5 +1,6 @@
-//! Builds the application (store, Redis, snapshot, sync task, HTTP server) and runs it
-//! until told to stop; one shutdown token stops the server and every background task.
+//! Builds the application (store, Redis, snapshot, sync task, HTTP server, and the gRPC
+//! server when configured) and runs it until told to stop; one shutdown signal drains
+//! both servers, then stops every background task.
 
 use std::net::TcpListener;
 use std::sync::Arc;
@@ -12,12 +13,13 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::acquire::DenialCache;
-use crate::acquire::{Acquirer, TallyRegistry, run_flusher};
+use crate::acquire::{Acquirer, Protocol, TallyRegistry, run_flusher};
 use crate::api;
 use crate::auth::LocalBuckets;
 use crate::config::Settings;
 use crate::console;
 use crate::control::Control;
+use crate::grpc::{GrpcFrontEnd, RateLimiter};
 use crate::snapshot::Snapshot;
 use crate::state::AppState;
 use crate::store::Store;
@@ -27,6 +29,10 @@ use ratekeeper_limiter::{Limiter, listen_for_changes};
 
 /// How long a background task's Redis call may take at least (an acquire's is shorter).
 const BACKGROUND_REDIS_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// How long calls in flight may take to finish once the gRPC server stops accepting (the
+/// HTTP server's `shutdown_timeout`).
+const GRPC_DRAIN: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// The parts every command needs: the migrated store and the control operations on it.
 pub struct Core {
@@ -90,6 +96,10 @@ impl Core {
 pub struct Application {
     port: u16,
     server: Server,
+    /// Envoy's rate limit service, when `grpc_listen` is set: its address and its task,
+    /// which stops accepting (and drains) when `grpc_stop` is cancelled.
+    grpc: Option<(std::net::SocketAddr, JoinHandle<anyhow::Result<()>>)>,
+    grpc_stop: CancellationToken,
     sync_task: JoinHandle<()>,
     listener_task: JoinHandle<()>,
     flusher_task: JoinHandle<()>,
@@ -149,6 +159,30 @@ impl Application {
             console_load: Arc::new(tokio::sync::Semaphore::new(settings.console_concurrency())),
             sign_in_fallback: LocalBuckets::default(),
         });
+        let grpc_stop = CancellationToken::new();
+        let grpc = match &settings.grpc_listen {
+            Some(address) => {
+                let front_end = GrpcFrontEnd::bind(address).await?;
+                // Its own acquirer: a connection, batcher and tally of its own, on the
+                // server's runtime; its decisions go through the same denial cache and
+                // snapshot, and the flusher adds its tally like a worker's.
+                let acquirer = Acquirer::new(
+                    core.limiter
+                        .for_this_thread(settings.redis_url.expose_secret())
+                        .counting_into(core.metrics.redis_calls_of("acquire")),
+                    core.snapshot.clone(),
+                    core.denials.clone(),
+                    core.metrics.clone(),
+                    core.tallies.for_worker(),
+                    Protocol::Grpc,
+                );
+                let limiter =
+                    RateLimiter::new(acquirer, core.snapshot.clone(), core.metrics.clone());
+                let address = front_end.address();
+                Some((address, front_end.serve(limiter, grpc_stop.clone())))
+            }
+            None => None,
+        };
         let redis_url = settings.redis_url.clone();
         let (snapshot, denials, metrics, tallies) = (
             core.snapshot,
@@ -167,6 +201,7 @@ impl Application {
                 denials.clone(),
                 metrics.clone(),
                 tallies.for_worker(),
+                Protocol::Http,
             );
             App::new()
                 .app_data(state.clone())
@@ -184,6 +219,8 @@ impl Application {
         Ok(Self {
             port,
             server: server.run(),
+            grpc,
+            grpc_stop,
             sync_task,
             listener_task,
             flusher_task,
@@ -196,15 +233,28 @@ impl Application {
         self.port
     }
 
+    /// The port of Envoy's rate limit service (gRPC), when it is served.
+    pub fn grpc_port(&self) -> Option<u16> {
+        self.grpc.as_ref().map(|(address, _)| address.port())
+    }
+
     /// Serves until `stop` resolves, then stops gracefully: no new connections, in-flight
-    /// requests finished, the sync task stopped, the pool closed.
+    /// requests (HTTP and gRPC) finished, the sync task stopped, the pool closed.
     pub async fn run_until(self, stop: impl Future<Output = ()>) -> anyhow::Result<()> {
         let handle = self.server.handle();
         let server = tokio::spawn(self.server);
         stop.await;
         tracing::info!("shutting down");
+        self.grpc_stop.cancel();
         handle.stop(true).await;
         server.await??;
+        if let Some((_, grpc)) = self.grpc {
+            // Bounded like the HTTP server's drain (`shutdown_timeout`).
+            match tokio::time::timeout(GRPC_DRAIN, grpc).await {
+                Ok(served) => served??,
+                Err(_) => tracing::warn!("gRPC calls still in flight after the drain; stopped"),
+            }
+        }
         self.shutdown.cancel();
         self.sync_task.await?;
         self.listener_task.await?;

@@ -35,6 +35,8 @@ pub struct Metrics {
     pub registry: Registry,
     pub decisions: IntCounterVec,
     pub acquire_seconds: Histogram,
+    /// `ShouldRateLimit` latency, every answer after the call arrived.
+    pub grpc_request_seconds: Histogram,
     pub sync_passes: IntCounterVec,
     pub sync_drift: IntCounter,
     pub sync_last_success_ms: IntGauge,
@@ -61,11 +63,12 @@ impl Metrics {
         let decisions = IntCounterVec::new(
             Opts::new(
                 "ratekeeper_decisions_total",
-                "Acquire decisions by outcome: granted, denied, unenforced (policy disabled), \
-                 shadow_denied (granted by a shadow policy that would have denied), \
-                 degraded (granted without Redis), unavailable (503 without Redis)",
+                "Acquire decisions by protocol (http, grpc) and outcome: granted, denied, \
+                 unenforced (policy disabled), shadow_denied (granted by a shadow policy \
+                 that would have denied), degraded (granted without Redis), unavailable \
+                 (refused without Redis: 503, or OVER_LIMIT on gRPC)",
             ),
-            &["outcome"],
+            &["protocol", "outcome"],
         )
         .expect("valid metric");
         let acquire_seconds = Histogram::with_opts(
@@ -74,6 +77,17 @@ impl Metrics {
                     0.0001, 0.00025, 0.0005, 0.001, 0.002, 0.004, 0.008, 0.016, 0.05, 0.1, 0.5,
                 ],
             ),
+        )
+        .expect("valid metric");
+        let grpc_request_seconds = Histogram::with_opts(
+            HistogramOpts::new(
+                "ratekeeper_grpc_request_seconds",
+                "Envoy rate limit service (ShouldRateLimit) latency, every answer including \
+                 refusals (unauthenticated, invalid argument)",
+            )
+            .buckets(vec![
+                0.0001, 0.00025, 0.0005, 0.001, 0.002, 0.004, 0.008, 0.016, 0.05, 0.1, 0.5,
+            ]),
         )
         .expect("valid metric");
         let sync_passes = IntCounterVec::new(
@@ -117,6 +131,7 @@ impl Metrics {
         for collector in [
             Box::new(decisions.clone()) as Box<dyn prometheus::core::Collector>,
             Box::new(acquire_seconds.clone()),
+            Box::new(grpc_request_seconds.clone()),
             Box::new(sync_passes.clone()),
             Box::new(sync_drift.clone()),
             Box::new(sync_last_success_ms.clone()),
@@ -133,6 +148,7 @@ impl Metrics {
             registry,
             decisions,
             acquire_seconds,
+            grpc_request_seconds,
             sync_passes,
             sync_drift,
             sync_last_success_ms,

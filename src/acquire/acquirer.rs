@@ -20,7 +20,7 @@ use ratekeeper_limiter::{
 
 use super::caller::{Partition, partition_of};
 use super::outcome::{Acquired, KeyRefused, Outcome, Refusal};
-use super::{DenialCache, Tally};
+use super::{DenialCache, Protocol, Tally};
 
 /// One HTTP worker's acquire path: it holds that worker's own Redis connection, so an
 /// acquire never hops to another thread to reach Redis; the rest is shared.
@@ -54,8 +54,12 @@ pub(super) struct OutcomeCounters {
 }
 
 impl OutcomeCounters {
-    fn of(metrics: &Metrics) -> Self {
-        let counter = |outcome: &str| metrics.decisions.with_label_values(&[outcome]);
+    fn of(metrics: &Metrics, protocol: Protocol) -> Self {
+        let counter = |outcome: &str| {
+            metrics
+                .decisions
+                .with_label_values(&[protocol.label(), outcome])
+        };
         Self {
             granted: counter("granted"),
             denied: counter("denied"),
@@ -90,9 +94,10 @@ impl Acquirer {
         denials: Arc<DenialCache>,
         metrics: Arc<Metrics>,
         tally: Arc<Tally>,
+        protocol: Protocol,
     ) -> Self {
         Self {
-            outcomes: OutcomeCounters::of(&metrics),
+            outcomes: OutcomeCounters::of(&metrics, protocol),
             batcher: Batcher::with_figures(limiter.clone(), metrics.batch.clone()),
             limiter,
             snapshot,

@@ -1,13 +1,15 @@
-//! The acquire path (the data plane): answering `POST /v1/acquire` with one Redis round
-//! trip and no SQL (also several acquires all or nothing, and checks: `all`), refunds,
-//! and what an instance keeps in memory for it.
+//! The acquire path (the data plane): answering `POST /v1/acquire` (and Envoy's
+//! `ShouldRateLimit`) with one Redis round trip and no SQL (also several acquires all or
+//! nothing, and checks: `all`), refunds, and what an instance keeps in memory for it.
 
 mod acquirer;
 mod all;
 mod caller;
 mod denials;
 mod flusher;
+pub mod headers;
 mod outcome;
+mod protocol;
 mod refund;
 mod tally;
 
@@ -17,4 +19,5 @@ pub use caller::{Partition, partition_of};
 pub use denials::DenialCache;
 pub use flusher::{run_flusher, unix_minute_now};
 pub use outcome::{Acquired, KeyRefused, Outcome, Refusal};
+pub use protocol::Protocol;
 pub use tally::{OutcomeCounts, SKETCH_SIZE, Taken, Tally, TallyRegistry};

@@ -4,8 +4,6 @@
 use actix_web::http::StatusCode;
 use actix_web::http::header::{self, HeaderName, HeaderValue};
 use actix_web::{HttpResponse, web};
-use base64::Engine;
-use base64::engine::general_purpose::STANDARD as BASE64_STANDARD;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
@@ -13,6 +11,7 @@ use super::acquire_all::{self, AllItemRequest};
 use super::auth::ApiClient;
 use super::json::{ClientJson, required_field};
 use super::problem::Problem;
+use crate::acquire::headers as header_values;
 use crate::acquire::{Acquired, Acquirer, Outcome, Partition, Refusal};
 use crate::domain::{AppSlug, CallerKey, CheckOrPermits, FieldError, PolicyName};
 use ratekeeper_limiter::{Decided, Decision};
@@ -266,36 +265,19 @@ pub(super) fn render(name: &PolicyName, acquired: &Acquired) -> HttpResponse {
     if denied {
         headers.insert(
             header::RETRY_AFTER,
-            HeaderValue::from(whole_seconds(decided.retry_after_ms).max(1)),
+            HeaderValue::from(header_values::retry_after_seconds(decided)),
         );
     }
     response
 }
 
-/// `RateLimit-Policy: "<name>";q=<limit>` and `RateLimit: "<name>";r=<remaining>;t=<s>`,
-/// where `t` is the time to retry when denied, else the time until the bucket is full.
+/// `RateLimit-Policy: "<name>";q=<limit>` and `RateLimit: "<name>";r=<remaining>;t=<s>`
+/// as header values (built in `crate::acquire::headers`, shared with gRPC).
 pub(super) fn ratelimit_headers(
     name: &PolicyName,
     decided: &Decided,
     partition: Option<&Partition>,
 ) -> impl Iterator<Item = (HeaderName, HeaderValue)> {
-    let t = if decided.decision == Decision::Denied {
-        whole_seconds(decided.retry_after_ms)
-    } else {
-        whole_seconds(decided.reset_after_ms)
-    };
-    let mut digits = itoa::Buffer::new();
-    let mut current = quoted_name(name, 32);
-    current.push_str(";r=");
-    current.push_str(digits.format(decided.remaining));
-    current.push_str(";t=");
-    current.push_str(digits.format(t));
-    if let Some(partition) = partition {
-        // The caller's bucket, as a structured-field byte sequence (any key is safe so).
-        current.push_str(";pk=:");
-        BASE64_STANDARD.encode_string(partition.as_str(), &mut current);
-        current.push(':');
-    }
     [
         (
             HeaderName::from_static("ratelimit-policy"),
@@ -303,7 +285,7 @@ pub(super) fn ratelimit_headers(
         ),
         (
             HeaderName::from_static("ratelimit"),
-            HeaderValue::try_from(current).ok(),
+            HeaderValue::try_from(header_values::ratelimit_value(name, decided, partition)).ok(),
         ),
     ]
     .into_iter()
@@ -312,24 +294,5 @@ pub(super) fn ratelimit_headers(
 
 /// `"<name>";q=<limit>`, the value of `RateLimit-Policy`.
 fn policy_header(name: &PolicyName, limit: i64) -> Option<HeaderValue> {
-    let mut value = quoted_name(name, 24);
-    value.push_str(";q=");
-    value.push_str(itoa::Buffer::new().format(limit));
-    HeaderValue::try_from(value).ok()
-}
-
-/// The policy's name as a structured-field string, in a string with room for `more` bytes
-/// after it: a header value is built in place and handed over without a copy. Policy
-/// names are [A-Za-z0-9._:/-]: safe inside a structured-field string as they are.
-fn quoted_name(name: &PolicyName, more: usize) -> String {
-    let name = name.as_str();
-    let mut value = String::with_capacity(name.len() + 2 + more);
-    value.push('"');
-    value.push_str(name);
-    value.push('"');
-    value
-}
-
-pub(super) fn whole_seconds(ms: i64) -> i64 {
-    (ms.max(0) + 999) / 1000
+    HeaderValue::try_from(header_values::policy_value(name, limit)).ok()
 }

@@ -9,7 +9,8 @@ use actix_web::http::header::{self, HeaderValue};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use super::acquire::{AcquireReply, ratelimit_headers, refused, whole_seconds};
+use super::acquire::{AcquireReply, ratelimit_headers, refused};
+use crate::acquire::headers::whole_seconds;
 use super::problem::Problem;
 use crate::acquire::{AcquiredAll, Acquirer, AllItem, AllRefused, Outcome};
 use crate::domain::{AppSlug, CallerKey, CheckOrPermits, FieldError, PolicyName};

@@ -478,7 +478,7 @@ async fn health_metrics_and_openapi_answer() {
         value(
             &samples,
             "ratekeeper_decisions_total",
-            &[("outcome", outcome)],
+            &[("outcome", outcome), ("protocol", "http")],
         )
     };
     assert_eq!(decisions("granted"), Some(1.0));

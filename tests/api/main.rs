@@ -10,6 +10,7 @@ mod admin_api;
 mod algorithms;
 mod cli;
 mod console;
+mod grpc;
 mod hostile_input;
 mod lua;
 mod operations;

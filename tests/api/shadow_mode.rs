@@ -113,7 +113,7 @@ async fn a_shadow_twin_would_deny_what_enforcing_denies(db: Db) {
     assert_eq!(top_sum(&app, "twin.shadow", "denied").await, 0);
     assert_eq!(top_sum(&app, "twin.enforce", "shadow_denied").await, 0);
     assert_eq!(
-        app.metric("ratekeeper_decisions_total{outcome=\"shadow_denied\"}")
+        app.metric("ratekeeper_decisions_total{outcome=\"shadow_denied\",protocol=\"http\"}")
             .await,
         Some(would_deny as f64)
     );

@@ -14,6 +14,8 @@ use super::services::{Db, fresh_database, redis_url, settings, test_prefix};
 
 pub struct TestApp {
     pub address: String,
+    /// `http://127.0.0.1:<port>` of Envoy's rate limit service, when the settings serve it.
+    pub grpc_address: Option<String>,
     pub settings: Settings,
     /// The bootstrap admin's personal access token.
     pub admin_token: String,
@@ -30,6 +32,15 @@ pub async fn spawn_app(db: Db) -> TestApp {
 
 /// Starts the real server with these settings, on its own task.
 pub async fn spawn_app_with(settings: Settings) -> TestApp {
+    spawn_app_until(settings, std::future::pending()).await.0
+}
+
+/// Starts the real server with these settings until `stop` resolves; the handle ends
+/// when the server has stopped gracefully (both servers drained, the tasks stopped).
+pub async fn spawn_app_until(
+    settings: Settings,
+    stop: impl Future<Output = ()> + Send + 'static,
+) -> (TestApp, tokio::task::JoinHandle<anyhow::Result<()>>) {
     ratekeeper::telemetry::init_tracing(false);
     // reqwest is built with `rustls-no-provider` (Cargo.toml): the process names the
     // crypto provider, as the CLI does, before the first client (the tests' and their
@@ -39,7 +50,10 @@ pub async fn spawn_app_with(settings: Settings) -> TestApp {
         .await
         .expect("the application builds");
     let address = format!("http://127.0.0.1:{}", app.port());
-    tokio::spawn(app.run_until(std::future::pending()));
+    let grpc_address = app
+        .grpc_port()
+        .map(|port| format!("http://127.0.0.1:{port}"));
+    let running = tokio::spawn(app.run_until(stop));
     let core = Core::build(&settings).await.expect("core builds");
     // The bootstrap admin exists unless the database had users before this start.
     let has_admin = core
@@ -77,13 +91,15 @@ pub async fn spawn_app_with(settings: Settings) -> TestApp {
         redis::aio::ConnectionManagerConfig::new(),
     )
     .unwrap();
-    TestApp {
+    let app = TestApp {
         address,
+        grpc_address,
         settings,
         admin_token: token.expose_secret().to_owned(),
         client: reqwest::Client::new(),
         redis,
-    }
+    };
+    (app, running)
 }
 
 impl TestApp {

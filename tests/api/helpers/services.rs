@@ -119,6 +119,8 @@ pub async fn fresh_database(db: Db) -> String {
 pub fn settings(database_url: &str, redis_url: &str, prefix: &str) -> Settings {
     Settings {
         listen: "127.0.0.1:0".into(),
+        // Off unless a test serves gRPC (`grpc_settings`).
+        grpc_listen: None,
         database_url: SecretString::from(database_url.to_owned()),
         redis_url: SecretString::from(redis_url.to_owned()),
         redis_prefix: prefix.to_owned(),

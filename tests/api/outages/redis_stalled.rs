@@ -122,7 +122,7 @@ async fn metrics_stay_flat_whatever_resource_names_clients_send_during_an_outage
         "no new series: every outcome's is there from the start"
     );
     assert!(
-        after.contains("ratekeeper_decisions_total{outcome=\"unavailable\"} 500"),
+        after.contains("ratekeeper_decisions_total{outcome=\"unavailable\",protocol=\"http\"} 500"),
         "the refusals counted under their outcome: {after}"
     );
     assert!(series(&after) <= 6, "the six outcomes at most: {after}");

@@ -1,0 +1,191 @@
+//! Which policy each descriptor of a `ShouldRateLimit` names, whose bucket, and how many
+//! permits it asks for. Resolved from the in-memory snapshot: no SQL, no Redis.
+//!
+//! A descriptor names its policy by its first entry when that entry's key is
+//! `generic_key` (Envoy's `generic_key` action) or `resource`; the values of the entries
+//! after it, in order and joined with `|`, are the bucket key of a `per_key` policy (the
+//! bucket the HTTP acquire reaches with that `key`). A descriptor that names no policy is
+//! answered `OK` without a limit, as Envoy expects of an unknown descriptor.
+
+use std::sync::Arc;
+
+use envoy_types::pb::envoy::extensions::common::ratelimit::v3::RateLimitDescriptor;
+use envoy_types::pb::envoy::service::ratelimit::v3::RateLimitRequest;
+
+use crate::domain::{Algorithm, CallerKey, FieldError, Permits, Scope};
+use crate::snapshot::{PolicyEntry, Snapshot};
+
+/// The entry keys whose value names a policy.
+const NAMING_KEYS: [&str; 2] = ["generic_key", "resource"];
+
+/// What one descriptor asks about.
+pub enum Target {
+    /// No policy: `OK` without a limit.
+    Unmatched,
+    Policy(Named),
+}
+
+/// A descriptor that names a policy.
+pub struct Named {
+    pub policy: Arc<PolicyEntry>,
+    /// The bucket's key, on a `per_key` policy.
+    pub key: Option<CallerKey>,
+    /// `None`: a check (`hits_addend` 0), which consumes nothing.
+    pub permits: Option<Permits>,
+}
+
+impl Target {
+    pub fn named(&self) -> Option<&Named> {
+        match self {
+            Self::Unmatched => None,
+            Self::Policy(named) => Some(named),
+        }
+    }
+}
+
+/// Every descriptor's target, in order; the first invalid descriptor is an error naming
+/// its field (`descriptors[2].hits_addend`).
+pub fn resolve(snapshot: &Snapshot, request: &RateLimitRequest) -> Result<Vec<Target>, FieldError> {
+    if request.descriptors.is_empty() {
+        return Err(FieldError::new(
+            "descriptors",
+            "must hold at least one descriptor",
+        ));
+    }
+    // Envoy's convention: a request's hits_addend of 0 is one hit (proto3 cannot tell an
+    // unset number from 0); a descriptor's own, when set, wins, and there 0 is a check.
+    let request_hits = u64::from(request.hits_addend.max(1));
+    request
+        .descriptors
+        .iter()
+        .enumerate()
+        .map(|(index, descriptor)| {
+            target(snapshot, &request.domain, index, descriptor, request_hits)
+        })
+        .collect()
+}
+
+fn target(
+    snapshot: &Snapshot,
+    domain: &str,
+    index: usize,
+    descriptor: &RateLimitDescriptor,
+    request_hits: u64,
+) -> Result<Target, FieldError> {
+    let field = |name: &str| format!("descriptors[{index}].{name}");
+    if descriptor.entries.is_empty() {
+        return Err(FieldError::new(
+            field("entries"),
+            "must hold at least one entry",
+        ));
+    }
+    if descriptor.is_negative_hits {
+        return Err(FieldError::new(
+            field("is_negative_hits"),
+            "is not taken: give permits back with POST /v1/refund",
+        ));
+    }
+    if descriptor.limit.is_some() {
+        return Err(FieldError::new(
+            field("limit"),
+            "is not taken: a descriptor's limits are its policy's, set in ratekeeper",
+        ));
+    }
+    let Some((policy, key)) = named_policy(snapshot, domain, descriptor) else {
+        return Ok(Target::Unmatched);
+    };
+    let name = policy.config.name.as_str();
+    let key = match (policy.scope(), key) {
+        (Scope::PerKey, Some(key)) => Some(CallerKey::parse_field(&field("entries"), &key)?),
+        (Scope::PerKey, None) => {
+            return Err(FieldError::new(
+                field("entries"),
+                format!(
+                    "{name:?} is a per_key policy: the entries after the one naming it are \
+                     the bucket's key, and there are none"
+                ),
+            ));
+        }
+        (Scope::Global | Scope::PerApp, Some(_)) => {
+            return Err(FieldError::new(
+                field("entries"),
+                format!(
+                    "{name:?} is not a per_key policy: a descriptor naming it has no \
+                     entries after the one naming it"
+                ),
+            ));
+        }
+        (Scope::Global | Scope::PerApp, None) => None,
+    };
+    if policy.algorithm() == Algorithm::Concurrency {
+        return Err(FieldError::new(
+            field("entries"),
+            format!(
+                "{name:?} is a concurrency policy, whose leases are given back with \
+                 POST /v1/release: a gateway cannot hold one"
+            ),
+        ));
+    }
+    let hits = descriptor
+        .hits_addend
+        .as_ref()
+        .map_or(request_hits, |h| h.value);
+    let permits = match hits {
+        0 => None,
+        hits => Some(
+            Permits::parse(i64::try_from(hits).unwrap_or(i64::MAX))
+                .map_err(|e| FieldError::new(field("hits_addend"), e.message))?,
+        ),
+    };
+    Ok(Target::Policy(Named {
+        policy,
+        key,
+        permits,
+    }))
+}
+
+/// The policy a descriptor names and, for a keyed bucket, its key (not yet checked).
+fn named_policy(
+    snapshot: &Snapshot,
+    domain: &str,
+    descriptor: &RateLimitDescriptor,
+) -> Option<(Arc<PolicyEntry>, Option<String>)> {
+    if let Some(found) = by_pattern(snapshot, domain, descriptor) {
+        return Some(found);
+    }
+    let (first, rest) = descriptor.entries.split_first()?;
+    if !NAMING_KEYS.contains(&first.key.as_str()) {
+        return None;
+    }
+    let policy = snapshot.policy(&first.value)?;
+    let key = match rest {
+        [] => None,
+        [one] => Some(one.value.clone()),
+        many => Some(
+            many.iter()
+                .map(|entry| entry.value.as_str())
+                .collect::<Vec<_>>()
+                .join("|"),
+        ),
+    };
+    Some((policy, key))
+}
+
+/// THE ONE PLACE for the policies' own Envoy-style descriptor patterns (exact `key=value`
+/// entries, bare `key` entries meaning one bucket per value), asked before the
+/// `generic_key`/`resource` convention. When policies carry them, this becomes:
+///
+/// ```text
+/// let entries: Vec<(&str, &str)> = descriptor.entries.iter()
+///     .map(|e| (e.key.as_str(), e.value.as_str())).collect();
+/// snapshot.descriptor_policy(domain, &entries).map(|m| (m.policy, m.key))
+/// ```
+///
+/// Until then no policy declares a pattern, and none matches.
+fn by_pattern(
+    _snapshot: &Snapshot,
+    _domain: &str,
+    _descriptor: &RateLimitDescriptor,
+) -> Option<(Arc<PolicyEntry>, Option<String>)> {
+    None
+}
