@@ -112,7 +112,7 @@ async fn on_a_redis_cluster_grpc_and_http_share_buckets_on_every_slot() {
                              "max_permits": 1000}),
     )
     .await;
-    let users: Vec<String> = (0..24).map(|i| format!("user-{i}")).collect();
+    let users: Vec<String> = (0..60).map(|i| format!("user-{i}")).collect();
     for user in &users {
         let reply = ask(
             &app,
