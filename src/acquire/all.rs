@@ -34,6 +34,32 @@ pub struct AcquiredAll {
     pub results: Vec<Acquired>,
 }
 
+impl AcquiredAll {
+    /// The item whose limit binds most: a denied one with the longest wait, else the one with
+    /// the fewest permits left. Shadow denials and degraded grants have no headers (as for a
+    /// single acquire).
+    pub fn most_restrictive(&self) -> Option<(usize, &Decided)> {
+        self.results
+            .iter()
+            .enumerate()
+            .filter_map(|(i, r)| match &r.outcome {
+                Outcome::Decided(d) if d.decision != Decision::ShadowDenied => Some((i, d)),
+                _ => None,
+            })
+            .max_by_key(|(_, d)| {
+                let denied = d.decision == Decision::Denied;
+                (
+                    denied,
+                    if denied {
+                        d.retry_after_ms
+                    } else {
+                        -d.remaining
+                    },
+                )
+            })
+    }
+}
+
 /// The first item that got no decision, and why: the whole call is refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct AllRefused {

@@ -10,11 +10,11 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::acquire::{AcquireReply, ratelimit_headers, refused};
-use crate::acquire::headers::whole_seconds;
 use super::problem::Problem;
-use crate::acquire::{AcquiredAll, Acquirer, AllItem, AllRefused, Outcome};
+use crate::acquire::headers::whole_seconds;
+use crate::acquire::{AcquiredAll, Acquirer, AllItem, AllRefused};
 use crate::domain::{AppSlug, CallerKey, CheckOrPermits, FieldError, PolicyName};
-use ratekeeper_limiter::{Decided, Decision};
+use ratekeeper_limiter::Decision;
 
 /// The most items one call may hold.
 pub const MAX_ITEMS: usize = 16;
@@ -145,7 +145,7 @@ fn render(items: &[AllItem], all: &AcquiredAll) -> HttpResponse {
         StatusCode::TOO_MANY_REQUESTS
     };
     let mut response = HttpResponse::build(status).json(reply);
-    let Some((index, decided)) = most_restrictive(all) else {
+    let Some((index, decided)) = all.most_restrictive() else {
         return response;
     };
     let partition = all.results[index].partition.as_ref();
@@ -160,28 +160,4 @@ fn render(items: &[AllItem], all: &AcquiredAll) -> HttpResponse {
         );
     }
     response
-}
-
-/// The item whose limit binds most: a denied one with the longest wait, else the one with
-/// the fewest permits left. Shadow denials and degraded grants have no headers (as for a
-/// single acquire).
-fn most_restrictive(all: &AcquiredAll) -> Option<(usize, &Decided)> {
-    all.results
-        .iter()
-        .enumerate()
-        .filter_map(|(i, r)| match &r.outcome {
-            Outcome::Decided(d) if d.decision != Decision::ShadowDenied => Some((i, d)),
-            _ => None,
-        })
-        .max_by_key(|(_, d)| {
-            let denied = d.decision == Decision::Denied;
-            (
-                denied,
-                if denied {
-                    d.retry_after_ms
-                } else {
-                    -d.remaining
-                },
-            )
-        })
 }

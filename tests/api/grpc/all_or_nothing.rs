@@ -1,6 +1,5 @@
 //! Several descriptors naming policies are decided all or nothing, and `hits_addend` 0 is
-//! a check: behaviour the all-or-nothing acquire brings (`grpc::decide_all`). Ignored
-//! until it is plugged in; until then such calls answer UNIMPLEMENTED (the last test).
+//! a check (`grpc::decide_all`, on the all-or-nothing acquire).
 
 use super::*;
 
@@ -35,7 +34,6 @@ fn all_three() -> Vec<RateLimitDescriptor> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs the all-or-nothing acquire (grpc::decide_all)"]
 async fn several_descriptors_are_decided_all_or_nothing() {
     let (app, key) = three_policies().await;
     for _ in 0..2 {
@@ -54,7 +52,6 @@ async fn several_descriptors_are_decided_all_or_nothing() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs the all-or-nothing acquire (grpc::decide_all)"]
 async fn a_denied_call_leaves_every_bucket_as_it_was() {
     let (app, key) = three_policies().await;
     // Asking more than "daily" holds, beside the others: denied, nothing taken anywhere.
@@ -69,7 +66,6 @@ async fn a_denied_call_leaves_every_bucket_as_it_was() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs the check of the all-or-nothing acquire (grpc::decide_all)"]
 async fn hits_addend_zero_is_a_check_that_consumes_nothing() {
     let (app, key) = three_policies().await;
     let check = || vec![with_hits(descriptor(&[("generic_key", "daily")]), 0)];
@@ -92,21 +88,4 @@ async fn hits_addend_zero_is_a_check_that_consumes_nothing() {
         "a check of a spent bucket"
     );
     assert_eq!(permits(&app, "daily").await, 0);
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn until_then_several_policies_or_a_check_answer_unimplemented() {
-    let (app, key) = three_policies().await;
-    for descriptors in [
-        all_three(),
-        vec![with_hits(descriptor(&[("generic_key", "daily")]), 0)],
-    ] {
-        let refused = should_rate_limit(&app, Some(&key), descriptors, 0)
-            .await
-            .unwrap_err();
-        assert_eq!(refused.code(), tonic::Code::Unimplemented, "{refused:?}");
-        assert!(refused.message().contains("not served yet"), "{refused:?}");
-    }
-    // Nothing was taken.
-    assert_eq!(permits(&app, "daily").await, 2);
 }

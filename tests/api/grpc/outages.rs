@@ -80,6 +80,22 @@ async fn a_stalled_redis_answers_each_descriptor_by_its_policys_failure_mode() {
         (code(&mixed.statuses[0]), code(&mixed.statuses[1])),
         (Code::Ok, Code::OverLimit)
     );
+    // Several policies at once (all or nothing): each descriptor by its own failure mode.
+    let together = ask(
+        &app,
+        &key,
+        vec![
+            descriptor(&[("generic_key", "open.p")]),
+            descriptor(&[("generic_key", "closed.p")]),
+            descriptor(&[("generic_key", "shadow.p")]),
+        ],
+    )
+    .await;
+    assert_eq!(
+        together.statuses.iter().map(code).collect::<Vec<_>>(),
+        vec![Code::Ok, Code::OverLimit, Code::Ok],
+        "{together:?}"
+    );
     assert!(
         app.metric("ratekeeper_decisions_total{outcome=\"unavailable\",protocol=\"grpc\"}")
             .await
