@@ -169,6 +169,21 @@ pub async fn acquire(
     }
 }
 
+/// The RateLimit headers of one item's decision, for the reply of an `all` acquire
+/// (`acquire_all.rs`): the header builders stay where they are.
+pub(super) fn item_headers(
+    name: &PolicyName,
+    decided: &Decided,
+    partition: Option<&Partition>,
+) -> impl Iterator<Item = (HeaderName, HeaderValue)> {
+    ratelimit_headers(name, decided, partition)
+}
+
+/// `Retry-After` of a denial: its retry time in whole seconds, at least 1.
+pub(super) fn retry_after(decided: &Decided) -> HeaderValue {
+    HeaderValue::from(whole_seconds(decided.retry_after_ms).max(1))
+}
+
 /// The `key` of a client API body, if any: 422 naming it when it cannot be one.
 pub(super) fn caller_key(key: Option<String>) -> Result<Option<CallerKey>, Problem> {
     key.map(|k| CallerKey::parse_field("key", &k))
@@ -274,7 +289,7 @@ pub(super) fn render(name: &PolicyName, acquired: &Acquired) -> HttpResponse {
 
 /// `RateLimit-Policy: "<name>";q=<limit>` and `RateLimit: "<name>";r=<remaining>;t=<s>`,
 /// where `t` is the time to retry when denied, else the time until the bucket is full.
-pub(super) fn ratelimit_headers(
+fn ratelimit_headers(
     name: &PolicyName,
     decided: &Decided,
     partition: Option<&Partition>,
@@ -330,6 +345,6 @@ fn quoted_name(name: &PolicyName, more: usize) -> String {
     value
 }
 
-pub(super) fn whole_seconds(ms: i64) -> i64 {
+fn whole_seconds(ms: i64) -> i64 {
     (ms.max(0) + 999) / 1000
 }

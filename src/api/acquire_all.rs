@@ -5,11 +5,11 @@
 
 use actix_web::HttpResponse;
 use actix_web::http::StatusCode;
-use actix_web::http::header::{self, HeaderValue};
+use actix_web::http::header;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use super::acquire::{AcquireReply, ratelimit_headers, refused, whole_seconds};
+use super::acquire::{AcquireReply, item_headers, refused, retry_after};
 use super::problem::Problem;
 use crate::acquire::{AcquiredAll, Acquirer, AllItem, AllRefused, Outcome};
 use crate::domain::{AppSlug, CallerKey, CheckOrPermits, FieldError, PolicyName};
@@ -149,14 +149,11 @@ fn render(items: &[AllItem], all: &AcquiredAll) -> HttpResponse {
     };
     let partition = all.results[index].partition.as_ref();
     let headers = response.headers_mut();
-    for (name, value) in ratelimit_headers(&items[index].name, decided, partition) {
+    for (name, value) in item_headers(&items[index].name, decided, partition) {
         headers.insert(name, value);
     }
     if decided.decision == Decision::Denied {
-        headers.insert(
-            header::RETRY_AFTER,
-            HeaderValue::from(whole_seconds(decided.retry_after_ms).max(1)),
-        );
+        headers.insert(header::RETRY_AFTER, retry_after(decided));
     }
     response
 }
