@@ -124,19 +124,20 @@ impl Acquirer {
             .collect::<Result<Vec<Checked>, AllRefused>>()?;
         let generation = self.denials.generation();
         let mut answer = self.ask_all(app, items, &checked).await;
-        // A policy Redis lost is put back from the snapshot and the call decided again.
-        if let Ok(outcomes) = &answer
-            && let Some(lost) = outcomes.iter().zip(&checked).find_map(|(outcome, c)| {
-                c.policy
-                    .as_deref()
-                    .filter(|_| *outcome == AcquireOutcome::NoSuchPolicy)
-            })
-        {
-            tracing::warn!(policy = %lost.config.name, "redis had lost the policy; restoring it");
-            answer = match self.batcher.restore(&lost.config).await {
-                Ok(()) => self.ask_all(app, items, &checked).await,
-                Err(e) => Err(e),
-            };
+        // The policies Redis lost are put back from the snapshot and the call decided again.
+        if let Ok(outcomes) = &answer {
+            let lost: Vec<&PolicyEntry> = outcomes
+                .iter()
+                .zip(&checked)
+                .filter(|(outcome, _)| **outcome == AcquireOutcome::NoSuchPolicy)
+                .filter_map(|(_, c)| c.policy.as_deref())
+                .collect();
+            if !lost.is_empty() {
+                answer = match self.restore_all(&lost).await {
+                    Ok(()) => self.ask_all(app, items, &checked).await,
+                    Err(e) => Err(e),
+                };
+            }
         }
         let outcomes = match answer {
             Ok(outcomes) => outcomes,
@@ -169,6 +170,18 @@ impl Acquirer {
             })
             .collect();
         Ok(AcquiredAll { allowed, results })
+    }
+
+    /// Puts back the policies Redis lost, one job of the batcher's queue each.
+    async fn restore_all(
+        &self,
+        lost: &[&PolicyEntry],
+    ) -> Result<(), ratekeeper_limiter::LimiterError> {
+        for policy in lost {
+            tracing::warn!(policy = %policy.config.name, "redis had lost the policy; restoring it");
+            self.batcher.restore(&policy.config).await?;
+        }
+        Ok(())
     }
 
     /// The checks a single acquire makes before Redis, for one item.

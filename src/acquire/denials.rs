@@ -12,7 +12,10 @@
 //!   has the change, so asking it again is what applies it (a switch to shadow mode, a
 //!   raised limit);
 //! - a denial Redis gave before such a notice, but whose reply came after it, is not
-//!   remembered (each entry carries the generation of notices it was asked under).
+//!   remembered (each entry carries the generation of notices it was asked under);
+//! - a refund ends its caller's denial of that policy, and a denial asked for before a
+//!   refund but answered after it is not remembered (the generation counts refunds too,
+//!   in its low bits, which end no entry: a refund does not end other callers' denials).
 //!
 //! Entries are per caller (an app, or a keyed bucket's caller), at most
 //! [`DENIAL_CAPACITY`] in all.
@@ -47,9 +50,14 @@ pub struct DenialCache {
     held: AtomicUsize,
     capacity: usize,
     max_age: Duration,
-    /// Raised by every change notice heard: an entry of an older generation holds no more.
+    /// Raised by [`NOTICE`] at every change notice heard (an entry asked under an older
+    /// notice holds no more), and by 1 at every refund (a denial asked for before it is
+    /// not remembered).
     generation: AtomicU64,
 }
+
+/// One change notice in [`DenialCache::generation`]; the bits below it count refunds.
+const NOTICE: u64 = 1 << 32;
 
 /// Most denials an instance remembers at once (about 100 bytes each, plus the key).
 pub const DENIAL_CAPACITY: usize = 100_000;
@@ -94,7 +102,7 @@ impl DenialCache {
         let now = Instant::now();
         if now >= d.until
             || permits < d.permits
-            || d.generation != self.generation()
+            || d.generation / NOTICE != self.generation() / NOTICE
             || version.is_some_and(|v| v != d.decided.version)
         {
             return None;
@@ -159,15 +167,15 @@ impl DenialCache {
     /// reset). A denial asked for before now is not remembered when it comes back: it may
     /// tell of the bucket as it was.
     pub fn forget(&self, policy: &str) {
-        self.generation.fetch_add(1, Ordering::AcqRel);
+        self.generation.fetch_add(NOTICE, Ordering::AcqRel);
         if let Some((_, denials)) = self.entries.remove(policy) {
             self.held.fetch_sub(denials.len(), Ordering::Relaxed);
         }
     }
 
     /// Drops the denial of one caller of a policy (permits were given back to its bucket).
-    /// As for [`DenialCache::forget`], a denial asked for before now is not remembered when
-    /// it comes back: it may tell of the bucket before the permits came back.
+    /// A denial asked for before now is not remembered when it comes back (it may tell of
+    /// the bucket before the permits came back); other callers' denials hold.
     pub fn forget_caller(&self, policy: &str, caller: &str) {
         self.generation.fetch_add(1, Ordering::AcqRel);
         if let Some(mut denials) = self.entries.get_mut(policy)
@@ -180,7 +188,7 @@ impl DenialCache {
     /// Drops every denial at once: another instance announced a change, which this one has
     /// not read yet. Denials asked for before now are not remembered when they come back.
     pub fn forget_all(&self) {
-        self.generation.fetch_add(1, Ordering::AcqRel);
+        self.generation.fetch_add(NOTICE, Ordering::AcqRel);
         self.forget_changed(|_| None);
     }
 
@@ -188,12 +196,14 @@ impl DenialCache {
     /// denial that has lapsed, and those of an older generation.
     pub fn forget_changed(&self, current: impl Fn(&str) -> Option<i64>) {
         let now = Instant::now();
-        let generation = self.generation();
+        let notices = self.generation() / NOTICE;
         self.entries.retain(|name, denials| {
             let version = current(name);
             let before = denials.len();
             denials.retain(|_, d| {
-                Some(d.decided.version) == version && d.until > now && d.generation == generation
+                Some(d.decided.version) == version
+                    && d.until > now
+                    && d.generation / NOTICE == notices
             });
             self.held
                 .fetch_sub(before - denials.len(), Ordering::Relaxed);
@@ -313,6 +323,47 @@ mod tests {
         );
         cache.remember(&p, other, 1, denial(5_000), cache.generation());
         assert!(cache.check(&p, other, 1, None).is_some(), "asked after it");
+    }
+}
+
+#[cfg(test)]
+mod refunds {
+    use super::*;
+
+    fn denial() -> Decided {
+        Decided {
+            decision: Decision::Denied,
+            remaining: 0,
+            limit: 1,
+            version: 1,
+            retry_after_ms: 5_000,
+            reset_after_ms: 5_000,
+            lease: None,
+            algorithm: ratekeeper_limiter::domain::Algorithm::TokenBucket,
+        }
+    }
+
+    #[test]
+    fn a_refund_ends_its_callers_denial_and_those_on_their_way_only() {
+        let cache = DenialCache::new(Duration::from_secs(60));
+        let p = PolicyName::parse("p").unwrap();
+        cache.remember(&p, "ann", 1, denial(), cache.generation());
+        cache.remember(&p, "bob", 1, denial(), cache.generation());
+        let asked_under = cache.generation();
+        cache.forget_caller("p", "ann");
+        assert!(cache.check(&p, "ann", 1, None).is_none(), "refunded");
+        assert!(
+            cache.check(&p, "bob", 1, None).is_some(),
+            "another caller's holds"
+        );
+        assert_eq!(cache.len(), 1);
+        cache.remember(&p, "cy", 1, denial(), asked_under);
+        assert!(
+            cache.check(&p, "cy", 1, None).is_none(),
+            "asked before a refund: not remembered"
+        );
+        cache.forget_changed(|_| Some(1));
+        assert!(cache.check(&p, "bob", 1, None).is_some(), "kept by a sweep");
     }
 }
 

@@ -168,6 +168,11 @@ pub async fn acquire(
     }
 }
 
+/// `Retry-After` of a denial: its retry time in whole seconds, at least 1.
+pub(super) fn retry_after(decided: &Decided) -> HeaderValue {
+    HeaderValue::from(header_values::retry_after_seconds(decided))
+}
+
 /// The `key` of a client API body, if any: 422 naming it when it cannot be one.
 pub(super) fn caller_key(key: Option<String>) -> Result<Option<CallerKey>, Problem> {
     key.map(|k| CallerKey::parse_field("key", &k))
@@ -263,10 +268,7 @@ pub(super) fn render(name: &PolicyName, acquired: &Acquired) -> HttpResponse {
         headers.insert(name, value);
     }
     if denied {
-        headers.insert(
-            header::RETRY_AFTER,
-            HeaderValue::from(header_values::retry_after_seconds(decided)),
-        );
+        headers.insert(header::RETRY_AFTER, retry_after(decided));
     }
     response
 }

@@ -5,13 +5,12 @@
 
 use actix_web::HttpResponse;
 use actix_web::http::StatusCode;
-use actix_web::http::header::{self, HeaderValue};
+use actix_web::http::header;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use super::acquire::{AcquireReply, ratelimit_headers, refused};
+use super::acquire::{AcquireReply, ratelimit_headers, refused, retry_after};
 use super::problem::Problem;
-use crate::acquire::headers::whole_seconds;
 use crate::acquire::{AcquiredAll, Acquirer, AllItem, AllRefused};
 use crate::domain::{AppSlug, CallerKey, CheckOrPermits, FieldError, PolicyName};
 use ratekeeper_limiter::Decision;
@@ -154,10 +153,7 @@ fn render(items: &[AllItem], all: &AcquiredAll) -> HttpResponse {
         headers.insert(name, value);
     }
     if decided.decision == Decision::Denied {
-        headers.insert(
-            header::RETRY_AFTER,
-            HeaderValue::from(whole_seconds(decided.retry_after_ms).max(1)),
-        );
+        headers.insert(header::RETRY_AFTER, retry_after(decided));
     }
     response
 }

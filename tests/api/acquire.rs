@@ -98,8 +98,8 @@ async fn every_error_has_its_status(db: Db) {
     )
     .await;
 
-    // 422: permits below 1 or above the capacity, naming the field.
-    for permits in [0, -1, 4] {
+    // 422: permits below 0 (0 is a check) or above the capacity, naming the field.
+    for permits in [-1, 4] {
         let body = expect_problem(
             app.acquire(&key, "orders.create", permits).await,
             StatusCode::UNPROCESSABLE_ENTITY,
@@ -248,9 +248,10 @@ async fn a_redis_outage_fails_closed_or_open_as_the_policy_says() {
 
 /// Every operation the server serves under `/v1/` and `/api/v1/` (`api::routes`), with
 /// the path as the OpenAPI document spells it.
-const API_OPERATIONS: [(&str, &str); 26] = [
+const API_OPERATIONS: [(&str, &str); 27] = [
     ("post", "/v1/acquire"),
     ("post", "/v1/release"),
+    ("post", "/v1/refund"),
     ("get", "/api/v1/apps"),
     ("post", "/api/v1/apps"),
     ("get", "/api/v1/apps/{slug}"),

@@ -8,6 +8,7 @@ mod all_or_nothing;
 mod check;
 mod cluster;
 mod inputs;
+mod outage;
 mod refund;
 
 use reqwest::{Response, StatusCode};
