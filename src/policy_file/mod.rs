@@ -16,7 +16,7 @@ mod schema;
 mod units;
 
 pub use caps::Caps;
-pub use format::{AppDocument, FileOverride, FilePolicy};
+pub use format::{AppDocument, FileDescriptor, FileOverride, FilePolicy};
 pub use off_thread::parse_off_thread;
 pub use parse::{FileError, FileErrors, PolicyFile, parse, parse_file, parse_file_within};
 pub use plan::written_fields;

@@ -19,6 +19,7 @@ use crate::state::AppState;
 
 mod amounts;
 mod delete;
+mod descriptors_text;
 mod editable;
 mod form;
 mod history;
@@ -182,6 +183,7 @@ impl PolicyFormPage {
             "description",
             "scope",
             "overrides",
+            "descriptors",
         ])
     }
 }
