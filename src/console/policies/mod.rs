@@ -22,6 +22,7 @@ mod delete;
 mod descriptors_text;
 mod editable;
 mod form;
+mod gateway;
 mod history;
 mod overrides_text;
 mod overview;
