@@ -10,6 +10,7 @@ mod algorithms;
 mod cli;
 mod console;
 mod hostile_input;
+mod import_envoy;
 mod lua;
 mod operations;
 mod outages;
