@@ -153,39 +153,41 @@ mod tests {
     use crate::store::PolicyRecord;
 
     /// A policy named `name` declaring `patterns`, each a line as the console writes it.
-    fn policy(name: &str, patterns: &[&str]) -> Arc<PolicyEntry> {
-        let descriptors: Vec<DescriptorInput> = patterns
+    fn record(name: &str, patterns: &[&str]) -> PolicyRecord {
+        let parsed: Vec<crate::domain::DescriptorPattern> = patterns
             .iter()
-            .map(|line| {
-                let p = crate::domain::DescriptorPattern::parse_line("d", line).unwrap();
-                DescriptorInput {
-                    domain: p.domain.clone(),
-                    entries: Some(p.entry_texts()),
-                }
-            })
+            .map(|line| crate::domain::DescriptorPattern::parse_line("d", line).unwrap())
             .collect();
-        let keyed = patterns.iter().any(|line| {
-            crate::domain::DescriptorPattern::parse_line("d", line)
-                .unwrap()
-                .has_bare()
-        });
+        let keyed = parsed.iter().any(|p| p.has_bare());
         let spec = new_policy(&PolicyInput {
             name: Some(name.into()),
             owner_app: Some("shop".into()),
             rate: Some(1.0),
             max_permits: Some(1),
             scope: Some(if keyed { "per_key" } else { "global" }.into()),
-            descriptors: Some(descriptors),
+            descriptors: Some(
+                parsed
+                    .iter()
+                    .map(|p| DescriptorInput {
+                        domain: p.domain.clone(),
+                        entries: Some(p.entry_texts()),
+                    })
+                    .collect(),
+            ),
             ..PolicyInput::default()
         })
         .unwrap();
-        Arc::new(PolicyEntry::of(&PolicyRecord {
+        PolicyRecord {
             id: name.into(),
             spec,
             version: 1,
             created_ms: 0,
             updated_ms: 0,
-        }))
+        }
+    }
+
+    fn policy(name: &str, patterns: &[&str]) -> Arc<PolicyEntry> {
+        Arc::new(PolicyEntry::of(&record(name, patterns)))
     }
 
     fn index(policies: &[Arc<PolicyEntry>]) -> DescriptorIndex {
@@ -295,6 +297,27 @@ mod tests {
             found(&index2, "edge", &[("k", "w")]),
             named("edge-bare", Some("w"))
         );
+    }
+
+    #[test]
+    fn the_snapshot_keeps_its_index_with_its_policies() {
+        let snapshot = crate::snapshot::Snapshot::default();
+        let d = [("generic_key", "login")];
+        let name = |s: &crate::snapshot::Snapshot| {
+            s.descriptor_policy("edge", &d)
+                .map(|m| m.policy.config.name.to_string())
+        };
+        snapshot.replace_policies(&[record("a", &["generic_key=login"]), record("b", &[])]);
+        assert_eq!(name(&snapshot).as_deref(), Some("a"));
+        snapshot.upsert_policy(&record("a", &["generic_key=logout"]));
+        snapshot.upsert_policy(&record("b", &["edge: generic_key=login"]));
+        assert_eq!(
+            name(&snapshot).as_deref(),
+            Some("b"),
+            "a local write re-indexes"
+        );
+        snapshot.remove_policy("b");
+        assert_eq!(name(&snapshot), None);
     }
 
     #[test]
