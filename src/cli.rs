@@ -1,6 +1,8 @@
 //! The command line: `serve` (the default), `migrate`, `user create`, `token create`,
-//! `policies export|plan|apply` (the last two in `policies`).
+//! `policies export|plan|apply|import-envoy` (plan and apply in `policies`, import-envoy in
+//! `import_envoy`).
 
+mod import_envoy;
 mod policies;
 mod server_client;
 
@@ -85,6 +87,9 @@ pub enum PoliciesCommand {
     Plan(policies::FileTarget),
     /// Apply a policy file (its plan, made first, exactly) and print what changed.
     Apply(policies::FileTarget),
+    /// Print the policy file of envoyproxy/ratelimit configs (YAML), one policy per
+    /// descriptor with a rate limit, declaring the descriptor as its pattern.
+    ImportEnvoy(import_envoy::ImportArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -184,6 +189,9 @@ pub async fn run(cli: Cli, settings: Settings) -> anyhow::Result<()> {
         Command::Policies {
             command: PoliciesCommand::Apply(target),
         } => policies::run(target, settings, true).await,
+        Command::Policies {
+            command: PoliciesCommand::ImportEnvoy(args),
+        } => import_envoy::run(&args),
     }
 }
 

@@ -14,9 +14,14 @@ use std::sync::atomic::{AtomicI64, Ordering};
 
 use arc_swap::ArcSwap;
 
-use crate::domain::{Algorithm, AppSlug, FailureMode, Scope};
+use crate::domain::{Algorithm, AppSlug, DescriptorPattern, FailureMode, Scope};
 use crate::store::{KeyGrant, PolicyRecord};
 use ratekeeper_limiter::{BucketLimits, PolicyConfig};
+
+mod descriptor_index;
+
+use descriptor_index::DescriptorIndex;
+pub use descriptor_index::DescriptorMatch;
 
 /// A live API key, by the SHA-256 of its text.
 #[derive(Debug)]
@@ -44,6 +49,9 @@ pub struct PolicyEntry {
     pub owner_app: AppSlug,
     /// A keyed policy's other limits, by caller (app slug or key).
     pub overrides: HashMap<String, BucketLimits>,
+    /// The Envoy-style descriptor patterns that find the policy (the snapshot's index is
+    /// built from them).
+    pub descriptors: Vec<DescriptorPattern>,
 }
 
 impl KeyEntry {
@@ -80,6 +88,7 @@ impl PolicyEntry {
             failure_mode: record.spec.failure_mode,
             owner_app: record.spec.owner_app.clone(),
             overrides,
+            descriptors: record.spec.descriptors.clone(),
         }
     }
 
@@ -146,20 +155,49 @@ impl PartialEq for ByName {
 
 impl Eq for ByName {}
 
+/// The policies by name, and their descriptor patterns' index, replaced together so that
+/// a lookup never sees one without the other.
+#[derive(Default, Clone)]
+struct Policies {
+    by_name: HashSet<ByName>,
+    descriptors: DescriptorIndex,
+}
+
+impl Policies {
+    fn of(by_name: HashSet<ByName>) -> Self {
+        let descriptors = DescriptorIndex::build(by_name.iter().map(|p| &p.0));
+        Self {
+            by_name,
+            descriptors,
+        }
+    }
+}
+
 #[derive(Default)]
 pub struct Snapshot {
     /// By the SHA-256 of the key (the hex of it is what SQL stores).
     keys: ArcSwap<HashMap<[u8; 32], Arc<KeyEntry>>>,
-    policies: ArcSwap<HashSet<ByName>>,
+    policies: ArcSwap<Policies>,
 }
 
 impl Snapshot {
+    /// The policy an Envoy descriptor (its `entries` as key and value, in order) names
+    /// through a declared pattern in `domain`, and its bucket key; `None` when no pattern
+    /// matches (the caller then tries the `generic_key`/`resource` convention).
+    pub fn descriptor_policy(
+        &self,
+        domain: &str,
+        entries: &[(&str, &str)],
+    ) -> Option<DescriptorMatch> {
+        self.policies.load().descriptors.find(domain, entries)
+    }
+
     pub fn key(&self, digest: &[u8; 32]) -> Option<Arc<KeyEntry>> {
         self.keys.load().get(digest).cloned()
     }
 
     pub fn policy(&self, name: &str) -> Option<Arc<PolicyEntry>> {
-        self.policies.load().get(name).map(|p| p.0.clone())
+        self.policies.load().by_name.get(name).map(|p| p.0.clone())
     }
 
     /// Replaces the keys, carrying over last-used times not yet flushed.
@@ -200,7 +238,7 @@ impl Snapshot {
             .iter()
             .map(|record| {
                 let fresh = PolicyEntry::of(record);
-                match current.get(record.spec.name.as_str()) {
+                match current.by_name.get(record.spec.name.as_str()) {
                     Some(kept) if *kept.0 == fresh => kept.clone(),
                     _ => ByName(Arc::new(fresh)),
                 }
@@ -211,26 +249,27 @@ impl Snapshot {
             .filter_map(|r| next.get(r.spec.name.as_str()))
             .map(|p| p.0.config.clone())
             .collect();
-        self.policies.store(Arc::new(next));
+        self.policies.store(Arc::new(Policies::of(next)));
         configs
     }
 
     /// Adds or replaces one policy at once (after a local write), before the next reload.
-    /// The set is copied, but a copy only counts references: no entry is copied.
+    /// The set is copied, but a copy only counts references: no entry is copied; the
+    /// descriptor index is built again from it (only policies with patterns go in).
     pub fn upsert_policy(&self, record: &PolicyRecord) {
         let entry = ByName::of(record);
         self.policies.rcu(|current| {
-            let mut next = HashSet::clone(current);
+            let mut next = current.by_name.clone();
             next.replace(entry.clone());
-            next
+            Policies::of(next)
         });
     }
 
     pub fn remove_policy(&self, name: &str) {
         self.policies.rcu(|current| {
-            let mut next = HashSet::clone(current);
+            let mut next = current.by_name.clone();
             next.remove(name);
-            next
+            Policies::of(next)
         });
     }
 

@@ -59,6 +59,8 @@ use super::{acquire, admin, refund, release};
         crate::control::TopCallers,
         crate::control::OverrideView,
         crate::control::OverrideInput,
+        crate::control::DescriptorView,
+        crate::control::DescriptorInput,
         crate::control::MemberView,
         crate::control::Plan,
         crate::control::PlannedPolicy,

@@ -42,7 +42,7 @@ const IGNORED: [&str; 5] = [
 
 /// A policy's fields in the order of its form, with their labels there; other entities'
 /// fields follow in name order, labelled by their name.
-const LABELS: [(&str, &str); 14] = [
+const LABELS: [(&str, &str); 15] = [
     ("name", "name"),
     ("owner_app", "application"),
     ("algorithm", "algorithm"),
@@ -57,6 +57,7 @@ const LABELS: [(&str, &str); 14] = [
     ("enabled", "enabled"),
     ("description", "description"),
     ("overrides", "overrides"),
+    ("descriptors", "descriptor patterns"),
 ];
 
 /// The fields that differ between `before` and `after` (either may be absent: a creation
@@ -132,6 +133,11 @@ fn words(key: &str, v: &Value) -> String {
             n.as_i64().map_or_else(|| n.to_string(), duration)
         }
         ("algorithm" | "scope" | "action", Value::String(s)) => s.replace('_', " "),
+        ("descriptors", Value::Array(items)) if !items.is_empty() => items
+            .iter()
+            .map(pattern_words)
+            .collect::<Vec<_>>()
+            .join("; "),
         (_, Value::Bool(b)) => if *b { "yes" } else { "no" }.to_owned(),
         (_, Value::String(s)) if s.is_empty() => "(empty)".to_owned(),
         (_, Value::String(s)) => s.clone(),
@@ -143,6 +149,18 @@ fn words(key: &str, v: &Value) -> String {
             .collect::<Vec<_>>()
             .join(", "),
         (_, other) => other.to_string(),
+    }
+}
+
+/// A descriptor pattern as the form writes it: `edge: database=users, user_id`.
+fn pattern_words(p: &Value) -> String {
+    let entries: Vec<&str> = p["entries"]
+        .as_array()
+        .map(|list| list.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    match p["domain"].as_str() {
+        Some(domain) => format!("{domain}: {}", entries.join(", ")),
+        None => entries.join(", "),
     }
 }
 
@@ -250,6 +268,17 @@ mod tests {
                 "algorithm: fixed window → sliding log",
                 "window: 1 min → 1 h"
             ]
+        );
+    }
+
+    #[test]
+    fn descriptor_patterns_read_as_the_form_writes_them() {
+        let before = json!({"descriptors": []});
+        let after = json!({"descriptors": [{"domain": "edge", "entries": ["db=users", "user_id"]},
+                                           {"entries": ["generic_key=x"]}]});
+        assert_eq!(
+            texts(before, after),
+            ["descriptor patterns: none → edge: db=users, user_id; generic_key=x"]
         );
     }
 

@@ -218,6 +218,7 @@ mod tests {
             description: String::new(),
             scope: Scope::Global,
             overrides: Vec::new(),
+            descriptors: Vec::new(),
             units: crate::domain::DisplayUnits::default(),
         };
         let renamed = replaced(&spec, &slug("shop"), Some(&slug("cart")));

@@ -10,6 +10,7 @@ use crate::auth::{Actor, Permission};
 use crate::domain::{FieldErrors, PolicySpec};
 use crate::store::{AppRecord, PolicyRecord, Tx};
 
+use super::descriptors::conflicts_in_list;
 use super::desired::{Desired, ERRORS_SHOWN};
 use super::plan::{Plan, PlanAction, PlannedPolicy};
 use super::plan_id::{newest_seen, plan_id, same_plan, stale};
@@ -226,6 +227,15 @@ async fn planned(
         for e in unknown_app_errors(spec, |slug| !known.contains(slug)).0 {
             errors.push(format!("{}.{}", spec.name, e.field), e.message);
         }
+    }
+    if desired.specs.iter().any(|s| !s.descriptors.is_empty()) {
+        let stored = tx
+            .policies_with_descriptors()
+            .await
+            .map_err(ControlError::from)?;
+        errors
+            .0
+            .extend(conflicts_in_list(&desired.specs, &stored).0);
     }
     if !errors.is_empty() {
         let errors = errors.capped(ERRORS_SHOWN, "file");

@@ -150,6 +150,13 @@ pub struct PolicyInput {
     #[serde(default, deserialize_with = "not_null")]
     #[schema(nullable = false, max_items = 1000)]
     pub overrides: Option<Vec<OverrideInput>>,
+    /// Envoy-style descriptor patterns that find this policy from a gateway's descriptor
+    /// (at most 16, each unique among all policies); replaces the list as a whole on a
+    /// change. A bare entry (`user_id`) needs the `per_key` scope, and a `per_key`
+    /// policy's pattern needs one: the bare entries' values, joined with `|`, are the key.
+    #[serde(default, deserialize_with = "not_null")]
+    #[schema(nullable = false, max_items = 16)]
+    pub descriptors: Option<Vec<DescriptorInput>>,
     /// On a change: the version the client last saw; a stale one is refused with 409.
     #[serde(default, deserialize_with = "not_null")]
     #[schema(nullable = false, minimum = 1)]
@@ -201,6 +208,33 @@ pub struct OverrideInput {
     #[serde(default, deserialize_with = "not_null")]
     #[schema(nullable = false, minimum = 1, maximum = 86400000)]
     pub lease_ttl_ms: Option<i64>,
+}
+
+/// One descriptor pattern: an exact entry `key=value` matches that value, a bare entry
+/// `key` any value (one bucket per value).
+#[derive(Debug, Default, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DescriptorInput {
+    /// The Envoy rate limit `domain` it belongs to; any domain when left out.
+    #[serde(default, deserialize_with = "not_null")]
+    #[schema(nullable = false, pattern = "^[A-Za-z0-9_.:-]{1,64}$")]
+    pub domain: Option<String>,
+    #[serde(default, deserialize_with = "not_null")]
+    #[schema(schema_with = descriptor_entries)]
+    pub entries: Option<Vec<String>>,
+}
+
+/// 1 to 8 entries, each `key` or `key=value` (the value at most 256 bytes of UTF-8, so at
+/// most 64 characters here, 4 bytes a character, and no control characters).
+fn descriptor_entries() -> utoipa::openapi::Array {
+    use utoipa::openapi::schema::{ArrayBuilder, ObjectBuilder, Type};
+    ArrayBuilder::new()
+        .items(ObjectBuilder::new().schema_type(Type::String).pattern(Some(
+            "^[A-Za-z0-9_.:-]{1,64}(=[^\\u0000-\\u001f\\u007f-\\u009f]{1,64})?$",
+        )))
+        .min_items(Some(1))
+        .max_items(Some(8))
+        .build()
 }
 
 /// A list of distinct application slugs, at least one, as the document describes

@@ -11,6 +11,7 @@ mod apps;
 mod audit;
 pub use audit::AuditPage;
 mod buckets;
+mod descriptors;
 mod desired;
 mod flashes;
 mod inputs;
@@ -34,8 +35,8 @@ pub use accounts::{NewSession, SESSION_LIFETIME_MS, UserFlags};
 pub use buckets::{TOP_MAX_MINUTES, TopCallers};
 pub use desired::{Desired, ERRORS_SHOWN};
 pub use inputs::{
-    AppInput, KeyInput, MemberInput, OverrideInput, PolicyInput, RollbackInput, RotateInput,
-    TokenInput, not_null,
+    AppInput, DescriptorInput, KeyInput, MemberInput, OverrideInput, PolicyInput, RollbackInput,
+    RotateInput, TokenInput, not_null,
 };
 pub use keys::DEFAULT_OLD_KEY_GRACE_MS;
 pub use live::{ACTIVITY_MINUTES, LivePolicy, TOP_SPANS};
@@ -46,8 +47,8 @@ pub use policy_history::{HISTORY_PAGE_SIZE, PolicyHistory};
 pub use policy_spec::new_policy;
 pub use reveal::{Reveal, Revealed};
 pub use views::{
-    ApiKeyView, AppDetail, AppView, AuditView, CreatedKey, MemberView, OverrideView,
-    PolicyVersionView, PolicyView, RotatedKey, rfc3339,
+    ApiKeyView, AppDetail, AppView, AuditView, CreatedKey, DescriptorView, MemberView,
+    OverrideView, PolicyVersionView, PolicyView, RotatedKey, rfc3339,
 };
 
 use crate::auth::{Actor, Permission};

@@ -6,6 +6,7 @@ use crate::auth::{Actor, Permission};
 use crate::domain::{AppSlug, FieldError, FieldErrors, PolicySpec, Scope};
 use crate::store::{AppRecord, Tx};
 
+use super::descriptors::conflicts;
 use super::inputs::PolicyInput;
 use super::policy_spec::{new_policy, patched_policy};
 use super::{ControlError, ControlResult, authorised_app};
@@ -37,6 +38,7 @@ async fn checked_new_fields(
             }
             let app = authorised_app(tx, actor, spec.owner_app.as_str(), Permission::Edit).await?;
             check_apps_exist(tx, &spec).await?;
+            check_descriptors_unique(tx, &spec).await?;
             Ok((spec, app))
         }
         Err(mut errors) => {
@@ -76,6 +78,7 @@ async fn checked_patch_fields(
     match patched_policy(input, current) {
         Ok(spec) => {
             check_apps_exist(tx, &spec).await?;
+            check_descriptors_unique(tx, &spec).await?;
             Ok(spec)
         }
         Err(mut errors) => {
@@ -115,6 +118,25 @@ async fn unknown_apps(tx: &mut Tx, slugs: &[AppSlug]) -> ControlResult<FieldErro
 pub(super) async fn check_apps_exist(tx: &mut Tx, spec: &PolicySpec) -> ControlResult<()> {
     let unknown = tx.unknown_slugs(&named_apps(spec)).await?;
     let errors = unknown_app_errors(spec, |slug| unknown.iter().any(|u| u == slug));
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(ControlError::Invalid(errors))
+    }
+}
+
+/// No other stored policy declares one of the spec's descriptor patterns (each named).
+pub(super) async fn check_descriptors_unique(tx: &mut Tx, spec: &PolicySpec) -> ControlResult<()> {
+    if spec.descriptors.is_empty() {
+        return Ok(());
+    }
+    let others = tx.policies_with_descriptors().await?;
+    let errors = conflicts(
+        spec,
+        others
+            .iter()
+            .map(|r| (&r.spec.name, r.spec.descriptors.as_slice())),
+    );
     if errors.is_empty() {
         Ok(())
     } else {

@@ -8,7 +8,7 @@ use crate::domain::{FieldError, FieldErrors, PolicyName};
 use crate::store::{AuditEntry, PolicyRecord, PolicyVersionRecord};
 
 use super::inputs::RollbackInput;
-use super::policy_checks::check_apps_exist;
+use super::policy_checks::{check_apps_exist, check_descriptors_unique};
 use super::views::rfc3339;
 use super::{Control, ControlError, ControlResult, PolicyVersionView, PolicyView, app_access};
 
@@ -146,6 +146,7 @@ impl Control {
             return Ok(PolicyView::from(&current));
         }
         check_apps_exist(&mut tx, &target.spec).await?;
+        check_descriptors_unique(&mut tx, &target.spec).await?;
         // The row is locked since it was read, so its version still holds.
         let updated = tx
             .update_policy(&current, &target.spec)

@@ -4,10 +4,11 @@
 //! of the form, so a client or the console can show them all.
 
 use crate::domain::{
-    Algorithm, AppSlug, DisplayUnits, FailureMode, FieldError, FieldErrors, MaxPermits, Millis,
-    Mode, Param, PolicyName, PolicySpec, Rate, check_description,
+    Algorithm, AppSlug, DescriptorPattern, DisplayUnits, FailureMode, FieldError, FieldErrors,
+    MaxPermits, Millis, Mode, Param, PolicyName, PolicySpec, Rate, check_description,
 };
 
+use super::descriptors::descriptor_parts;
 use super::inputs::{PolicyInput, required};
 use super::overrides::{ScopeParts, scope_parts};
 
@@ -33,6 +34,7 @@ pub fn new_policy(input: &PolicyInput) -> Result<PolicySpec, FieldErrors> {
     let allowed_apps =
         allowed_apps(&mut errors, input).or_else(|| owner_app.clone().map(|o| vec![o]));
     let scope = scope_parts(&mut errors, input, algorithm, None);
+    let descriptors = descriptor_parts(&mut errors, input, scope.scope, None);
     if input.version.is_some() {
         errors.push("version", "is only accepted on a change");
     }
@@ -46,6 +48,7 @@ pub fn new_policy(input: &PolicyInput) -> Result<PolicySpec, FieldErrors> {
         common,
         allowed_apps,
         scope,
+        descriptors,
         units: input.units.unwrap_or_default(),
     })
 }
@@ -81,6 +84,7 @@ pub fn patched_policy(
     let allowed_apps =
         allowed_apps(&mut errors, input).or_else(|| Some(current.allowed_apps.clone()));
     let scope = scope_parts(&mut errors, input, algorithm, Some(current));
+    let descriptors = descriptor_parts(&mut errors, input, scope.scope, Some(current));
     errors.clone().into_result()?;
     assemble(Parts {
         name: Some(current.name.clone()),
@@ -91,6 +95,7 @@ pub fn patched_policy(
         common,
         allowed_apps,
         scope,
+        descriptors,
         units: input.units.unwrap_or(current.units),
     })
 }
@@ -105,6 +110,7 @@ struct Parts {
     common: Common,
     allowed_apps: Option<Vec<AppSlug>>,
     scope: ScopeParts,
+    descriptors: Option<Vec<DescriptorPattern>>,
     units: DisplayUnits,
 }
 
@@ -132,6 +138,7 @@ fn assemble(parts: Parts) -> Result<PolicySpec, FieldErrors> {
             .ok_or_else(|| missing("description"))?,
         scope: parts.scope.scope.ok_or_else(|| missing("scope"))?,
         overrides: parts.scope.overrides.ok_or_else(|| missing("overrides"))?,
+        descriptors: parts.descriptors.ok_or_else(|| missing("descriptors"))?,
         // A unit is kept only beside the field it reads: none for a field the algorithm
         // does not take.
         units: DisplayUnits {

@@ -3,7 +3,9 @@
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use crate::domain::{Algorithm, DurationUnit, FailureMode, Mode, Override, RateUnit, Scope};
+use crate::domain::{
+    Algorithm, DescriptorPattern, DurationUnit, FailureMode, Mode, Override, RateUnit, Scope,
+};
 use crate::store::{ApiKeyRecord, AppRecord, AuditRecord, MemberRecord, PolicyRecord};
 
 /// Unix ms as RFC 3339 (UTC), how every time leaves the API.
@@ -141,6 +143,8 @@ pub struct PolicyView {
     pub scope: Scope,
     /// Other limits for some callers (keyed scopes only).
     pub overrides: Vec<OverrideView>,
+    /// Envoy-style descriptor patterns that find this policy from a gateway's descriptor.
+    pub descriptors: Vec<DescriptorView>,
     /// The unit the rate was entered in through the console, for showing it back (the
     /// `rate` itself is always per second); absent when none was chosen.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -173,6 +177,24 @@ pub struct OverrideView {
     pub lease_ttl_ms: Option<i64>,
 }
 
+/// One descriptor pattern: its Envoy domain (absent: any) and its entries, each
+/// `key=value` (that value only) or `key` (any value, one bucket per value).
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+pub struct DescriptorView {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub domain: Option<String>,
+    pub entries: Vec<String>,
+}
+
+impl From<&DescriptorPattern> for DescriptorView {
+    fn from(d: &DescriptorPattern) -> Self {
+        Self {
+            domain: d.domain.clone(),
+            entries: d.entry_texts(),
+        }
+    }
+}
+
 impl From<&Override> for OverrideView {
     fn from(o: &Override) -> Self {
         Self {
@@ -203,6 +225,7 @@ impl From<&PolicyRecord> for PolicyView {
             description: s.description.clone(),
             scope: s.scope,
             overrides: s.overrides.iter().map(OverrideView::from).collect(),
+            descriptors: s.descriptors.iter().map(DescriptorView::from).collect(),
             rate_unit: s.units.rate,
             window_unit: s.units.window,
             lease_ttl_unit: s.units.lease_ttl,

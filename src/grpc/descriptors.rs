@@ -12,7 +12,7 @@ use std::sync::Arc;
 use envoy_types::pb::envoy::extensions::common::ratelimit::v3::RateLimitDescriptor;
 use envoy_types::pb::envoy::service::ratelimit::v3::RateLimitRequest;
 
-use crate::domain::{Algorithm, CallerKey, FieldError, Permits, Scope};
+use crate::domain::{Algorithm, CallerKey, FieldError, MAX_DESCRIPTOR_ENTRIES, Permits, Scope};
 use crate::snapshot::{PolicyEntry, Snapshot};
 
 /// The entry keys whose value names a policy.
@@ -171,21 +171,24 @@ fn named_policy(
     Some((policy, key))
 }
 
-/// THE ONE PLACE for the policies' own Envoy-style descriptor patterns (exact `key=value`
-/// entries, bare `key` entries meaning one bucket per value), asked before the
-/// `generic_key`/`resource` convention. When policies carry them, this becomes:
-///
-/// ```text
-/// let entries: Vec<(&str, &str)> = descriptor.entries.iter()
-///     .map(|e| (e.key.as_str(), e.value.as_str())).collect();
-/// snapshot.descriptor_policy(domain, &entries).map(|m| (m.policy, m.key))
-/// ```
-///
-/// Until then no policy declares a pattern, and none matches.
+/// The policies' own Envoy-style descriptor patterns (exact `key=value` entries, bare
+/// `key` entries meaning one bucket per value), asked before the `generic_key`/`resource`
+/// convention: the snapshot's index, Envoy's precedence. The entries are lent to it from
+/// a fixed array (no allocation): no pattern has more than `MAX_DESCRIPTOR_ENTRIES`.
 fn by_pattern(
-    _snapshot: &Snapshot,
-    _domain: &str,
-    _descriptor: &RateLimitDescriptor,
+    snapshot: &Snapshot,
+    domain: &str,
+    descriptor: &RateLimitDescriptor,
 ) -> Option<(Arc<PolicyEntry>, Option<String>)> {
-    None
+    let count = descriptor.entries.len();
+    if count == 0 || count > MAX_DESCRIPTOR_ENTRIES {
+        return None;
+    }
+    let mut entries = [("", ""); MAX_DESCRIPTOR_ENTRIES];
+    for (slot, entry) in entries.iter_mut().zip(&descriptor.entries) {
+        *slot = (entry.key.as_str(), entry.value.as_str());
+    }
+    snapshot
+        .descriptor_policy(domain, &entries[..count])
+        .map(|found| (found.policy, found.key))
 }

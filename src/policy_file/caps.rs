@@ -19,8 +19,9 @@ use saphyr_parser::{Event, Parser, Span};
 pub struct Caps {
     /// Bytes of text.
     pub bytes: usize,
-    /// Collections inside collections. A policy file needs 6: a list of documents, an
-    /// application's document, its policies, a policy, its overrides, an override.
+    /// Collections inside collections. A policy file needs 7: a list of documents, an
+    /// application's document, its policies, a policy, its descriptor patterns, a
+    /// pattern, its entries.
     pub depth: usize,
     /// Values (scalars, lists, mappings), each alias counted as the values it repeats.
     pub values: usize,

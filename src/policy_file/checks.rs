@@ -1,7 +1,7 @@
 //! One policy of a file made into a validated spec, with the same checks as the API
 //! (`new_policy`), its errors named by the file's own field names.
 
-use crate::control::{OverrideInput, PolicyInput, new_policy};
+use crate::control::{DescriptorInput, OverrideInput, PolicyInput, new_policy};
 use crate::domain::{DisplayUnits, PolicySpec};
 
 use super::format::{AppDocument, FileOverride, FilePolicy};
@@ -58,6 +58,16 @@ pub(super) fn checked(
         description: policy.description.clone(),
         scope: policy.scope.clone(),
         overrides: Some(overrides),
+        descriptors: Some(
+            policy
+                .descriptors
+                .iter()
+                .map(|d| DescriptorInput {
+                    domain: d.domain.clone(),
+                    entries: Some(d.entries.clone()),
+                })
+                .collect(),
+        ),
         version: None,
         units: Some(units),
         unreadable: Default::default(),

@@ -50,6 +50,21 @@ pub struct FilePolicy {
     pub description: Option<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub overrides: Vec<FileOverride>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub descriptors: Vec<FileDescriptor>,
+}
+
+/// An Envoy-style descriptor pattern: its domain (any when left out) and its entries,
+/// `key=value` or a bare `key`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a descriptor pattern: a mapping with `entries` and an optional `domain`"
+)]
+pub struct FileDescriptor {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub domain: Option<String>,
+    pub entries: Vec<String>,
 }
 
 /// Other limits for one caller of a keyed policy.

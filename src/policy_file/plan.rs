@@ -10,7 +10,7 @@ use crate::store::PolicyRecord;
 use super::render::file_policy;
 
 /// A policy's fields in the order a file writes them (`name` and the owner never differ).
-const FIELDS: [&str; 12] = [
+const FIELDS: [&str; 13] = [
     "algorithm",
     "rate",
     "max_permits",
@@ -23,6 +23,7 @@ const FIELDS: [&str; 12] = [
     "mode",
     "description",
     "overrides",
+    "descriptors",
 ];
 
 /// A spec's fields as a file writes them, in the file's order (`name` and the owner,

@@ -1,10 +1,10 @@
 //! Policies written as a file: one document per owner application, every field given
-//! (overrides only when there are some), amounts in the units they were entered in.
+//! (overrides and descriptor patterns only when there are some), amounts in the units they were entered in.
 
 use crate::control::{OverrideView, PolicyView};
 use crate::domain::{DurationUnit, RateUnit};
 
-use super::format::{AppDocument, FileOverride, FilePolicy};
+use super::format::{AppDocument, FileDescriptor, FileOverride, FilePolicy};
 use super::units::{render_duration, render_rate};
 
 /// The documents for `policies`, grouped by owner, in the order the owners first appear.
@@ -57,6 +57,14 @@ pub(super) fn file_policy(p: &PolicyView) -> FilePolicy {
             .overrides
             .iter()
             .map(|o| file_override(o, p.rate_unit, p.window_unit, p.lease_ttl_unit))
+            .collect(),
+        descriptors: p
+            .descriptors
+            .iter()
+            .map(|d| FileDescriptor {
+                domain: d.domain.clone(),
+                entries: d.entries.clone(),
+            })
             .collect(),
     }
 }

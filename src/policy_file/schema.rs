@@ -4,7 +4,9 @@
 
 use serde_json::{Value, json};
 
-use crate::domain::{Algorithm, MAX_CAPACITY};
+use crate::domain::{
+    Algorithm, DESCRIPTOR_KEY_PATTERN, MAX_CAPACITY, MAX_DESCRIPTOR_ENTRIES, MAX_DESCRIPTORS,
+};
 
 pub fn schema() -> Value {
     let algorithms: Vec<&str> = Algorithm::ALL.iter().map(|a| a.as_str()).collect();
@@ -61,7 +63,23 @@ pub fn schema() -> Value {
                     "enabled": {"type": "boolean", "default": true},
                     "mode": {"enum": ["enforce", "shadow"], "default": "enforce"},
                     "description": {"type": "string", "default": ""},
-                    "overrides": {"type": "array", "items": {"$ref": "#/$defs/override"}}
+                    "overrides": {"type": "array", "items": {"$ref": "#/$defs/override"}},
+                    "descriptors": {"type": "array", "maxItems": MAX_DESCRIPTORS, "items": {"$ref": "#/$defs/descriptor"}}
+                }
+            },
+            "descriptor": {
+                "type": "object",
+                "description": "An Envoy-style descriptor pattern: `key=value` entries match that value, a bare `key` any value (one bucket per value, per_key only)",
+                "additionalProperties": false,
+                "required": ["entries"],
+                "properties": {
+                    "domain": {"type": "string", "pattern": DESCRIPTOR_KEY_PATTERN},
+                    "entries": {
+                        "type": "array",
+                        "minItems": 1,
+                        "maxItems": MAX_DESCRIPTOR_ENTRIES,
+                        "items": {"type": "string", "pattern": "^[A-Za-z0-9_.:-]{1,64}(=.+)?$"}
+                    }
                 }
             },
             "override": {

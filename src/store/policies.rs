@@ -1,11 +1,13 @@
 use crate::domain::{AppSlug, DurationUnit, PolicySpec, RateUnit};
 
-use super::policy_rows::{PolicyRecord, PolicyRow, apps_json, overrides_json, stored_rate};
+use super::policy_rows::{
+    PolicyRecord, PolicyRow, apps_json, descriptors_json, overrides_json, stored_rate,
+};
 use super::{StoreResult, Tx, new_id, now_ms};
 
 const SELECT: &str = "SELECT p.id, p.name, a.slug AS owner_app, p.algorithm, p.rate, \
     p.max_permits, p.window_ms, p.lease_ttl_ms, p.allowed_apps, p.failure_mode, p.enabled, p.mode, p.description, p.scope, p.overrides, \
-    p.rate_unit, p.window_unit, p.lease_ttl_unit, p.version, \
+    p.descriptors, p.rate_unit, p.window_unit, p.lease_ttl_unit, p.version, \
     p.created_ms, p.updated_ms FROM policies p JOIN apps a ON a.id = p.app_id";
 
 impl Tx {
@@ -26,8 +28,8 @@ impl Tx {
         sqlx::query(self.sql(
             "INSERT INTO policies (id, name, app_id, algorithm, rate, max_permits, window_ms, \
              lease_ttl_ms, allowed_apps, failure_mode, enabled, mode, description, scope, \
-             overrides, rate_unit, window_unit, lease_ttl_unit, version, created_ms, updated_ms) \
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+             overrides, descriptors, rate_unit, window_unit, lease_ttl_unit, version, created_ms, \
+             updated_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         ))
         .bind(&record.id)
         .bind(spec.name.as_str())
@@ -44,6 +46,7 @@ impl Tx {
         .bind(&spec.description)
         .bind(spec.scope.as_str())
         .bind(overrides_json(spec))
+        .bind(descriptors_json(spec))
         .bind(spec.units.rate.map(RateUnit::as_str))
         .bind(spec.units.window.map(DurationUnit::as_str))
         .bind(spec.units.lease_ttl.map(DurationUnit::as_str))
@@ -67,7 +70,7 @@ impl Tx {
         let done = sqlx::query(self.sql(
             "UPDATE policies SET algorithm = ?, rate = ?, max_permits = ?, window_ms = ?, \
              lease_ttl_ms = ?, allowed_apps = ?, failure_mode = ?, enabled = ?, mode = ?, description = ?, \
-             scope = ?, overrides = ?, rate_unit = ?, window_unit = ?, lease_ttl_unit = ?, \
+             scope = ?, overrides = ?, descriptors = ?, rate_unit = ?, window_unit = ?, lease_ttl_unit = ?, \
              version = version + 1, updated_ms = ? \
              WHERE id = ? AND version = ?",
         ))
@@ -83,6 +86,7 @@ impl Tx {
         .bind(&spec.description)
         .bind(spec.scope.as_str())
         .bind(overrides_json(spec))
+        .bind(descriptors_json(spec))
         .bind(spec.units.rate.map(RateUnit::as_str))
         .bind(spec.units.window.map(DurationUnit::as_str))
         .bind(spec.units.lease_ttl.map(DurationUnit::as_str))
@@ -247,6 +251,18 @@ impl Tx {
                 .fetch_one(&mut *self.inner)
                 .await?;
         Ok(format!("{count}:{versions}:{created}:{updated}"))
+    }
+
+    /// Every policy that declares descriptor patterns (few do): the patterns a new one
+    /// must not repeat.
+    #[tracing::instrument(level = "debug", skip_all)]
+    pub async fn policies_with_descriptors(&mut self) -> StoreResult<Vec<PolicyRecord>> {
+        let rows: Vec<PolicyRow> = sqlx::query_as(self.sql_built(format!(
+            "{SELECT} WHERE p.descriptors IS NOT NULL ORDER BY p.name"
+        )))
+        .fetch_all(&mut *self.inner)
+        .await?;
+        rows.into_iter().map(PolicyRow::parse).collect()
     }
 
     /// Policies owned by one application, or every policy when `app_id` is `None`.

@@ -4,8 +4,8 @@
 use anyhow::Context;
 
 use crate::domain::{
-    Algorithm, AppSlug, DisplayUnits, DurationUnit, FailureMode, MaxPermits, Millis, Mode,
-    Override, Param, PolicyName, PolicySpec, Rate, RateUnit, Scope,
+    Algorithm, AppSlug, DescriptorPattern, DisplayUnits, DurationUnit, FailureMode, MaxPermits,
+    Millis, Mode, Override, Param, PolicyName, PolicySpec, Rate, RateUnit, Scope,
 };
 
 use super::{StoreError, StoreResult};
@@ -37,6 +37,7 @@ pub(super) struct PolicyRow {
     pub(super) description: String,
     pub(super) scope: String,
     pub(super) overrides: Option<String>,
+    pub(super) descriptors: Option<String>,
     pub(super) rate_unit: Option<String>,
     pub(super) window_unit: Option<String>,
     pub(super) lease_ttl_unit: Option<String>,
@@ -102,6 +103,52 @@ pub(super) fn overrides_json(spec: &PolicySpec) -> Option<String> {
     })
 }
 
+/// A descriptor pattern as the `descriptors` column holds it (a JSON array of these),
+/// the same shape as the JSON API's.
+#[derive(serde::Serialize, serde::Deserialize)]
+pub(super) struct StoredDescriptor {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    domain: Option<String>,
+    entries: Vec<String>,
+}
+
+impl StoredDescriptor {
+    fn of(d: &DescriptorPattern) -> Self {
+        Self {
+            domain: d.domain.clone(),
+            entries: d.entry_texts(),
+        }
+    }
+}
+
+/// The `descriptors` column: NULL when there are none.
+pub(super) fn descriptors_json(spec: &PolicySpec) -> Option<String> {
+    (!spec.descriptors.is_empty()).then(|| {
+        let stored: Vec<StoredDescriptor> =
+            spec.descriptors.iter().map(StoredDescriptor::of).collect();
+        serde_json::to_string(&stored).expect("descriptor patterns serialise")
+    })
+}
+
+/// The column read back, each pattern checked as any input is.
+pub(super) fn parse_descriptors(text: Option<&str>) -> anyhow::Result<Vec<DescriptorPattern>> {
+    let Some(text) = text else {
+        return Ok(Vec::new());
+    };
+    serde_json::from_str::<Vec<StoredDescriptor>>(text)?
+        .into_iter()
+        .enumerate()
+        .map(|(i, d)| {
+            DescriptorPattern::parse_field(
+                &format!("descriptors[{i}]"),
+                d.domain.as_deref(),
+                &d.entries,
+            )
+            .map_err(|e| anyhow::anyhow!("{e}"))
+        })
+        .collect()
+}
+
 impl PolicyRow {
     /// Rows are parsed like any other input: a row that no longer parses is an error
     /// with the policy's name, never a silently wrong limit.
@@ -146,6 +193,7 @@ impl PolicyRow {
                         .map(StoredOverride::parse)
                         .collect::<anyhow::Result<_>>()?,
                 },
+                descriptors: parse_descriptors(self.descriptors.as_deref())?,
                 units: DisplayUnits {
                     rate: self
                         .rate_unit

@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::domain::{PolicySpec, Rate};
 
-use super::policy_rows::{PolicyRow, apps_json, overrides_json};
+use super::policy_rows::{PolicyRow, apps_json, descriptors_json, overrides_json};
 use super::{StoreError, StoreResult, Tx};
 use crate::store::PolicyRecord;
 
@@ -43,6 +43,9 @@ struct PolicyJson {
     description: String,
     scope: String,
     overrides: Vec<serde_json::Value>,
+    /// Absent in versions written before policies had descriptor patterns: none.
+    #[serde(default)]
+    descriptors: Vec<serde_json::Value>,
     /// The units the form was given (absent in versions written before they were kept).
     #[serde(default)]
     rate_unit: Option<String>,
@@ -75,6 +78,9 @@ impl PolicyJson {
             overrides: overrides_json(spec)
                 .map(|text| serde_json::from_str(&text).expect("stored overrides are JSON"))
                 .unwrap_or_default(),
+            descriptors: descriptors_json(spec)
+                .map(|text| serde_json::from_str(&text).expect("stored patterns are JSON"))
+                .unwrap_or_default(),
             rate_unit: spec.units.rate.map(|u| u.as_str().to_owned()),
             window_unit: spec.units.window.map(|u| u.as_str().to_owned()),
             lease_ttl_unit: spec.units.lease_ttl.map(|u| u.as_str().to_owned()),
@@ -101,6 +107,8 @@ impl PolicyJson {
             scope: self.scope,
             overrides: (!self.overrides.is_empty())
                 .then(|| serde_json::Value::Array(self.overrides).to_string()),
+            descriptors: (!self.descriptors.is_empty())
+                .then(|| serde_json::Value::Array(self.descriptors).to_string()),
             rate_unit: self.rate_unit,
             window_unit: self.window_unit,
             lease_ttl_unit: self.lease_ttl_unit,

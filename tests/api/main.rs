@@ -12,6 +12,7 @@ mod cli;
 mod console;
 mod grpc;
 mod hostile_input;
+mod import_envoy;
 mod lua;
 mod operations;
 mod outages;

@@ -8,7 +8,7 @@ use crate::console::format::{amount, rate_unit_of};
 use crate::control::{PolicyInput, PolicyView};
 use crate::domain::{DisplayUnits, DurationUnit, FieldError, FieldErrors, MAX_CAPACITY};
 
-use super::{amounts, overrides_text};
+use super::{amounts, descriptors_text, overrides_text};
 
 /// What the policy form sends: text as typed, parsed here so that a bad number is an
 /// error next to its field like any other. Read with `HtmlForm`: `allowed_apps` is one
@@ -52,6 +52,8 @@ pub struct PolicyForm {
     /// One override per line (see `overrides_text`); not sent (a form of an older page,
     /// a script): unchanged, never read as "none".
     pub overrides: Option<String>,
+    /// One descriptor pattern per line (see `descriptors_text`); not sent: unchanged.
+    pub descriptors: Option<String>,
     #[serde(default)]
     pub version: String,
     #[serde(default)]
@@ -74,6 +76,7 @@ impl PolicyForm {
             mode: Some("enforce".to_owned()),
             scope: Some("global".to_owned()),
             overrides: Some(String::new()),
+            descriptors: Some(String::new()),
             ..Self::default()
         }
     }
@@ -117,6 +120,7 @@ impl PolicyForm {
             description: policy.description.clone(),
             scope: Some(policy.scope.as_str().to_owned()),
             overrides: Some(overrides_text::render(&policy.overrides)),
+            descriptors: Some(descriptors_text::render(&policy.descriptors)),
             version: policy.version.to_string(),
             csrf: SecretString::default(),
         }
@@ -207,6 +211,13 @@ impl PolicyForm {
             scope: self.scope.clone().filter(|s| !s.is_empty()),
             // The text area holds the whole list: an emptied one means no overrides.
             overrides,
+            // The same: an emptied text area means no patterns.
+            descriptors: self.descriptors.as_deref().map(|text| {
+                descriptors_text::parse(text)
+                    .into_iter()
+                    .map(|(_, d)| d)
+                    .collect()
+            }),
             version,
             units: Some(units),
             // What the form could not read goes to `control` with the rest, which reports
@@ -215,9 +226,12 @@ impl PolicyForm {
         }
     }
 
-    /// `control`'s errors under the names of the form's fields, overrides by line.
+    /// `control`'s errors under the names of the form's fields, overrides and descriptor
+    /// patterns by line.
     pub fn in_form_terms(&self, errors: FieldErrors) -> FieldErrors {
         let errors = self.locate_override_errors(errors);
+        let errors =
+            descriptors_text::locate_errors(self.descriptors.as_deref().unwrap_or(""), errors);
         FieldErrors(
             errors
                 .0

@@ -19,8 +19,10 @@ use crate::state::AppState;
 
 mod amounts;
 mod delete;
+mod descriptors_text;
 mod editable;
 mod form;
+mod gateway;
 mod history;
 mod overrides_text;
 mod overview;
@@ -182,6 +184,7 @@ impl PolicyFormPage {
             "description",
             "scope",
             "overrides",
+            "descriptors",
         ])
     }
 }

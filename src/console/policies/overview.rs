@@ -1,5 +1,6 @@
 //! A policy's own page: its limits, scope and overrides, who is being limited (the top
-//! callers over the last 5 and 60 minutes), and the support tools: the live state of one
+//! callers over the last 5 and 60 minutes), how a gateway asks about it, and the support
+//! tools: the live state of one
 //! caller's bucket ("look up a key", a GET, so a link can point at it) and, for its
 //! owners, a reset of that bucket to full (a POST with the CSRF token, audited).
 //!
@@ -22,6 +23,7 @@ use crate::domain::{Mode, Scope, non_utf8_field};
 use crate::state::AppState;
 use ratekeeper_limiter::CallerCount;
 
+use super::gateway::GatewayPart;
 use super::history::HistoryPartial;
 use super::overrides_text;
 use crate::console::apps::policy_table::full_in_text;
@@ -102,6 +104,8 @@ struct OverviewPage {
     charts: Vec<UsageChart>,
     /// The newest versions, with rollback for those who may edit.
     history: HistoryPartial,
+    /// How a gateway (Envoy) asks about this policy.
+    gateway: GatewayPart,
 }
 
 /// How full a bucket is, at a glance.
@@ -371,6 +375,7 @@ async fn load(
         gauge,
         charts,
         history,
+        gateway: GatewayPart::of(&policy),
         policy,
     };
     Ok((page, status))

@@ -17,6 +17,7 @@ mod apply;
 mod apps;
 mod audit;
 mod authentication;
+mod descriptors;
 mod export;
 mod hostile_files;
 mod keys;

@@ -26,6 +26,7 @@ mod chrome;
 mod csrf;
 mod escaping;
 mod forms;
+mod gateway;
 mod history;
 mod keys;
 mod last_owner;

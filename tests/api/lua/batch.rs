@@ -49,6 +49,7 @@ fn policy(name: &str, algorithm: Algorithm, max_permits: i64) -> PolicySpec {
         description: String::new(),
         scope: Scope::Global,
         overrides: Vec::new(),
+        descriptors: Vec::new(),
         units: Default::default(),
     }
 }

@@ -14,6 +14,7 @@ use crate::helpers::*;
 
 mod apps;
 mod audit;
+mod descriptors;
 mod keys_and_tokens;
 mod memberships;
 mod migrations;
@@ -71,6 +72,7 @@ fn spec(name: &str, owner: &str, rate: f64, max_permits: i64, allowed: &[&str]) 
         description: String::new(),
         scope: ratekeeper::domain::Scope::Global,
         overrides: Vec::new(),
+        descriptors: Vec::new(),
         units: Default::default(),
     }
 }

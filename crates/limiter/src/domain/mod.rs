@@ -1,9 +1,10 @@
-//! The validated types a decision needs: names, amounts, algorithms, scopes and a policy's
+//! The validated types a decision needs: names, amounts, algorithms, scopes, descriptor patterns and a policy's
 //! whole specification. Input becomes one of these at the edge (the server's API, console
 //! and policy files), so code inside never re-checks it.
 
 mod algorithm;
 mod amounts;
+mod descriptor;
 mod field_error;
 mod names;
 mod policy;
@@ -12,6 +13,10 @@ mod units;
 
 pub use algorithm::{Algorithm, MAX_MILLIS, Millis, Param};
 pub use amounts::{CheckOrPermits, MAX_CAPACITY, MAX_RATE, MIN_RATE, MaxPermits, Permits, Rate};
+pub use descriptor::{
+    DESCRIPTOR_KEY_PATTERN, DescriptorEntry, DescriptorPattern, MAX_DESCRIPTOR_ENTRIES,
+    MAX_DESCRIPTOR_KEY_CHARS, MAX_DESCRIPTOR_VALUE_BYTES, MAX_DESCRIPTORS, split_line,
+};
 pub use field_error::{FieldError, FieldErrors};
 pub use names::{AppSlug, PolicyName, Username};
 pub use policy::{FailureMode, Mode, PolicySpec, check_description};

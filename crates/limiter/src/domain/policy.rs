@@ -3,8 +3,8 @@
 use serde::{Deserialize, Serialize};
 
 use super::{
-    Algorithm, AppSlug, DisplayUnits, FieldError, MaxPermits, Millis, Override, PolicyName, Rate,
-    Scope,
+    Algorithm, AppSlug, DescriptorPattern, DisplayUnits, FieldError, MaxPermits, Millis, Override,
+    PolicyName, Rate, Scope,
 };
 
 pub const MAX_DESCRIPTION_CHARS: usize = 1000;
@@ -90,6 +90,9 @@ pub struct PolicySpec {
     pub scope: Scope,
     /// Other limits for some callers; empty unless the scope is keyed.
     pub overrides: Vec<Override>,
+    /// Envoy-style descriptor patterns that find this policy from a gateway's descriptor
+    /// (besides its name as `generic_key`); a bare entry needs the `per_key` scope.
+    pub descriptors: Vec<DescriptorPattern>,
     /// The units the limits were entered in, for showing them back; no effect on limiting.
     pub units: DisplayUnits,
 }
