@@ -6,6 +6,7 @@ mod all_or_nothing;
 mod auth;
 mod conventions;
 mod outages;
+mod patterns;
 mod shared_with_http;
 mod shutdown;
 
