@@ -85,7 +85,8 @@ impl AdminApi {
         Ok(reply)
     }
 
-    /// The application, its API key (returned), and the policies hot, tight, users, few.
+    /// The application, its API key (returned), and the policies hot, hot2 (scenario k
+    /// acquires all of hot and hot2), tight, users, few.
     pub async fn create_app(&self, policy_fields: &str, keyed_fields: &str) -> Result<String> {
         crate::log!("creating the application, its API key and the policies hot and tight");
         self.post_expect(
@@ -113,8 +114,10 @@ impl AdminApi {
                 )
             })?
             .to_owned();
-        self.post_expect("/api/v1/policies", &policy_body("hot", policy_fields), 201)
-            .await?;
+        for hot in ["hot", "hot2"] {
+            self.post_expect("/api/v1/policies", &policy_body(hot, policy_fields), 201)
+                .await?;
+        }
         self.post_expect(
             "/api/v1/policies",
             &policy_body("tight", r#""rate":1,"max_permits":1"#),

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 
 use crate::figures::{Scenario, Summary, ratio};
 
-use Scenario::{Bare, Ceiling, Denied, Hot, Keyed, Many, Noop};
+use Scenario::{Bare, Ceiling, Denied, Grpc, Hot, Keyed, Many, Noop};
 
 /// What a target is about.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -82,6 +82,10 @@ pub const TARGETS: &[Target] = &[
     target(Cpu, Throughput(Keyed, Bare), AtLeast(1.5)),
     target(Cpu, Throughput(Many, Bare), AtLeast(1.5)),
     target(Cpu, P99Ratio(Hot, Noop), AtMost(1.5)),
+    // Envoy's rate limit service: decisions/s of one descriptor against the HTTP acquire
+    // of the same policy, and the same server budget per decision.
+    target(Cpu, Throughput(Grpc, Hot), AtLeast(0.9)),
+    target(Cpu, ServerCpu(Grpc, Noop), AtMost(1.3)),
     target(Budget, Throughput(Hot, Ceiling), AtLeast(0.55)),
     target(Budget, P99(Hot), AtMost(4.0)),
     target(Budget, Throughput(Many, Ceiling), AtLeast(0.55)),

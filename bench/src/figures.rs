@@ -16,12 +16,18 @@ pub enum Scenario {
     Redis,
     Noop,
     Bare,
+    /// Envoy's `ShouldRateLimit` on the hot policy, from the bench's own gRPC load generator.
+    Grpc,
+    /// One acquire of all of two hot policies: two decisions a request.
+    AllOfTwo,
 }
 
 impl Scenario {
     /// The wrk scenarios in the order of each round: f right after a) for a fair comparison.
-    pub const IN_ROUNDS: [Self; 8] = [
+    pub const IN_ROUNDS: [Self; 10] = [
         Self::Hot,
+        Self::Grpc,
+        Self::AllOfTwo,
         Self::Keyed,
         Self::Few,
         Self::Many,
@@ -31,8 +37,10 @@ impl Scenario {
         Self::Bare,
     ];
     /// Every scenario, in the order of the report's table.
-    pub const ALL: [Self; 9] = [
+    pub const ALL: [Self; 11] = [
         Self::Hot,
+        Self::Grpc,
+        Self::AllOfTwo,
         Self::Keyed,
         Self::Few,
         Self::Many,
@@ -55,6 +63,8 @@ impl Scenario {
             Self::Redis => "redis",
             Self::Noop => "noop",
             Self::Bare => "bare",
+            Self::Grpc => "grpc",
+            Self::AllOfTwo => "all_of_two",
         }
     }
 
@@ -69,6 +79,19 @@ impl Scenario {
             Self::Redis => "e) redis-benchmark EVALSHA".to_owned(),
             Self::Noop => "h) reference: parse only".to_owned(),
             Self::Bare => "i) reference: parse + EVALSHA".to_owned(),
+            Self::Grpc => format!(
+                "j) gRPC ShouldRateLimit, 1 hot descriptor, {} streams",
+                knobs.grpc_streams
+            ),
+            Self::AllOfTwo => "k) acquire all of 2 hot policies".to_owned(),
+        }
+    }
+
+    /// Decisions a request of this scenario asks for.
+    pub fn decisions_per_request(self) -> f64 {
+        match self {
+            Self::AllOfTwo => 2.0,
+            _ => 1.0,
         }
     }
 }

@@ -21,6 +21,9 @@ pub struct Knobs {
     pub create_parallel: usize,
     pub redis_requests: usize,
     pub keys: usize,
+    /// Concurrent `ShouldRateLimit` calls of scenario j, and the HTTP/2 connections they share.
+    pub grpc_streams: usize,
+    pub grpc_connections: usize,
     pub keep_tmp: bool,
     /// The JSON fields of `hot` and `p0..`: a limit never reached.
     pub policy_fields: String,
@@ -74,6 +77,8 @@ impl Knobs {
             create_parallel: count("BENCH_CREATE_PARALLEL", 8)?,
             redis_requests: count("BENCH_REDIS_REQUESTS", 200_000)?,
             keys: count("BENCH_KEYS", 100_000)?,
+            grpc_streams: count("BENCH_GRPC_STREAMS", 64)?,
+            grpc_connections: count("BENCH_GRPC_CONNECTIONS", 2)?,
             keep_tmp: text("BENCH_KEEP_TMP", "0") == "1",
             policy_fields: text("BENCH_POLICY", r#""rate":1000000,"max_permits":1000000000"#),
             keyed_policy_fields: text(
@@ -99,7 +104,12 @@ impl Knobs {
             "no executable {} (build it, or point BENCH_BIN at one)",
             knobs.server_bin.display()
         );
-        for script in ["acquire_one.lua", "acquire_many.lua", "acquire_keyed.lua"] {
+        for script in [
+            "acquire_one.lua",
+            "acquire_many.lua",
+            "acquire_keyed.lua",
+            "acquire_all.lua",
+        ] {
             ensure!(knobs.bench_file(script).is_file(), "missing bench/{script}");
         }
         Ok(knobs)

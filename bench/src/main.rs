@@ -11,6 +11,7 @@ mod admin_api;
 mod budget;
 mod cpu;
 mod figures;
+mod grpc_load;
 mod knobs;
 mod private_redis;
 mod probes;

@@ -135,6 +135,20 @@ pub fn text(r: &Results, k: &Knobs) -> String {
     ] {
         let _ = writeln!(o, "  {what:<28} {:>6}", fmt(ratio(s(a).rps, s(b).rps), 2));
     }
+    // k) decides two policies a request: its decisions/s against a)'s single ones.
+    let _ = writeln!(
+        o,
+        "  decisions/s, all of 2 / hot  {:>6}",
+        fmt(
+            ratio(
+                s(Scenario::AllOfTwo)
+                    .rps
+                    .map(|r| r * Scenario::AllOfTwo.decisions_per_request()),
+                s(Scenario::Hot).rps
+            ),
+            2
+        )
+    );
     let _ = writeln!(
         o,
         "  share denied in d)           {:>6}",

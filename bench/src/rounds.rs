@@ -11,6 +11,7 @@ use anyhow::Result;
 use crate::admin_api::{APP, AdminApi};
 use crate::cpu;
 use crate::figures::{RoundFigures, Scenario};
+use crate::grpc_load::{self, GrpcRun};
 use crate::knobs::{FEW_KEYS, Knobs};
 use crate::private_redis::PrivateRedis;
 use crate::probes;
@@ -18,7 +19,7 @@ use crate::procs::Service;
 use crate::readings::Readings;
 use crate::server::{PREFIX, Server};
 use crate::walks::Walks;
-use crate::wrk::{self, WrkRun};
+use crate::wrk::{self, WrkFigures, WrkRun};
 
 /// The reference handlers of examples/bare_acquire.rs, on the same Redis.
 pub struct Bare {
@@ -190,7 +191,14 @@ impl Rounds<'_> {
                 "acquire_one.lua",
                 one("hot"),
             ),
+            Scenario::AllOfTwo => (
+                acquire,
+                auth,
+                "acquire_all.lua",
+                vec!["hot".to_owned(), "hot2".to_owned()],
+            ),
             Scenario::Redis => unreachable!("redis-benchmark is not a wrk run"),
+            Scenario::Grpc => unreachable!("the gRPC scenario is the bench's own load"),
         };
         let (duration, duration_s) = if round == 0 {
             (k.warmup.as_str(), k.warmup_s)
@@ -209,6 +217,41 @@ impl Rounds<'_> {
         }
     }
 
+    /// Scenario j: the bench's own gRPC load on the hot policy (wrk speaks no gRPC). A
+    /// server without the service (an older binary) fails the run, not the bench.
+    async fn grpc_load(&self, round: usize) -> (bool, String, WrkFigures) {
+        let k = self.knobs;
+        let seconds = if round == 0 { k.warmup_s } else { k.duration_s };
+        let run = GrpcRun {
+            address: self.server.grpc.clone(),
+            api_key: self.api_key.to_owned(),
+            entries: vec![("generic_key".to_owned(), "hot".to_owned())],
+            streams: k.grpc_streams,
+            connections: k.grpc_connections,
+            duration: Duration::from_secs(seconds),
+        };
+        crate::log!(
+            "gRPC load (round {round}): {} streams on {} connections, {seconds} s",
+            run.streams,
+            run.connections
+        );
+        match grpc_load::run(&run).await {
+            Ok(figures) => {
+                let summary = format!(
+                    "gRPC ShouldRateLimit: {} requests, {} not OK, {} errors, {:.0} req/s, p50 {:.3} ms, p99 {:.3} ms",
+                    figures.requests.unwrap_or(0),
+                    figures.non_2xx,
+                    figures.socket_errors,
+                    figures.rps.unwrap_or(0.0),
+                    figures.p50_ms.unwrap_or(0.0),
+                    figures.p99_ms.unwrap_or(0.0),
+                );
+                (figures.requests.unwrap_or(0) > 0, summary, figures)
+            }
+            Err(e) => (false, format!("{e:#}"), WrkFigures::default()),
+        }
+    }
+
     /// One wrk run, measured; its figures go to the scenario's rounds (not the warm-up's).
     async fn run(&mut self, scenario: Scenario, round: usize) -> Result<()> {
         let label = scenario.label(self.knobs);
@@ -221,28 +264,37 @@ impl Rounds<'_> {
             (Some(bare), Scenario::Noop | Scenario::Bare) => bare.service.pid(),
             _ => self.server.service.pid(),
         };
-        let run = self.wrk_run(scenario, round);
-        crate::log!(
-            "wrk {} ({what}): {} threads, {} connections, {}",
-            if round == 0 { "warmup" } else { scenario.id() },
-            run.threads,
-            run.connections,
-            run.duration
-        );
         let before = (
             cpu::process_ticks(serving),
             cpu::process_ticks(self.redis.service.pid()),
             cpu::machine_ticks(),
         );
-        let (ok, output) = wrk::run(&run).await?;
+        let (ok, output, wrk) = if scenario == Scenario::Grpc {
+            self.grpc_load(round).await
+        } else {
+            let run = self.wrk_run(scenario, round);
+            crate::log!(
+                "wrk {} ({what}): {} threads, {} connections, {}",
+                if round == 0 { "warmup" } else { scenario.id() },
+                run.threads,
+                run.connections,
+                run.duration
+            );
+            let (ok, output) = wrk::run(&run).await?;
+            let wrk = wrk::parse(&output);
+            (ok, output, wrk)
+        };
         let after = (
             cpu::process_ticks(serving),
             cpu::process_ticks(self.redis.service.pid()),
             cpu::machine_ticks(),
         );
         let figures = if ok {
-            let wrk = wrk::parse(&output);
-            let per_request = |b, a| cpu::per_request(b, a, wrk.requests, self.hz);
+            // CPU per decision: a request of several decisions counts each.
+            let decisions = wrk
+                .requests
+                .map(|r| (r as f64 * scenario.decisions_per_request()) as u64);
+            let per_request = |b, a| cpu::per_request(b, a, decisions, self.hz);
             RoundFigures {
                 cpu_server: per_request(before.0, after.0),
                 cpu_redis: per_request(before.1, after.1),

@@ -21,6 +21,8 @@ const ADMIN_PASSWORD: &str = "bench-password-123";
 pub struct Server {
     pub base: String,
     pub port: u16,
+    /// `http://127.0.0.1:PORT` of its gRPC service (Envoy's rate limit service).
+    pub grpc: String,
     pub service: Service,
     /// The admin's personal access token.
     pub token: String,
@@ -28,7 +30,13 @@ pub struct Server {
 
 /// The server's environment: the variables it is given; any other `RATEKEEPER_*` of the
 /// bench's own environment reaches it as well.
-fn server_command(bin: &Path, tmp: &TempDir, redis: &PrivateRedis, port: u16) -> Command {
+fn server_command(
+    bin: &Path,
+    tmp: &TempDir,
+    redis: &PrivateRedis,
+    port: u16,
+    grpc_port: u16,
+) -> Command {
     let mut command = Command::new(bin);
     command
         .env(
@@ -37,6 +45,7 @@ fn server_command(bin: &Path, tmp: &TempDir, redis: &PrivateRedis, port: u16) ->
         )
         .env("RATEKEEPER_REDIS_URL", redis.url())
         .env("RATEKEEPER_LISTEN", format!("127.0.0.1:{port}"))
+        .env("RATEKEEPER_GRPC_LISTEN", format!("127.0.0.1:{grpc_port}"))
         .env("RATEKEEPER_REDIS_PREFIX", PREFIX)
         .env("RUST_LOG", "warn");
     command
@@ -45,10 +54,11 @@ fn server_command(bin: &Path, tmp: &TempDir, redis: &PrivateRedis, port: u16) ->
 impl Server {
     pub async fn start(knobs: &Knobs, tmp: &TempDir, redis: &PrivateRedis) -> Result<Self> {
         let port = procs::free_port(18080, SHARED_PORT)?;
+        let grpc_port = procs::free_port(port + 1, SHARED_PORT)?;
         // An empty file is a valid new SQLite database.
         std::fs::write(tmp.join("bench.db"), b"").context("creating the SQLite database")?;
         let cli = |args: &[&str]| {
-            let mut command = server_command(&knobs.server_bin, tmp, redis, port);
+            let mut command = server_command(&knobs.server_bin, tmp, redis, port, grpc_port);
             command.args(args);
             command
         };
@@ -78,6 +88,7 @@ impl Server {
         let mut server = Self {
             base,
             port,
+            grpc: format!("http://127.0.0.1:{grpc_port}"),
             service,
             token,
         };
