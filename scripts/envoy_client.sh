@@ -13,7 +13,7 @@ set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 # Pinned: the tests use its module paths and betterproto2's method names.
-PACKAGES=('envoy-data-plane==2.2.0' 'betterproto2[all]' 'grpcio')
+PACKAGES=('envoy-data-plane==2.2.0' 'betterproto2[all]' 'grpcio' 'pyyaml')
 # In a virtual environment of the project's (under target/, ignored by git): never in the
 # system's Python, which Debian refuses to change (PEP 668).
 VENV="${RK_ENVOY_VENV:-target/envoy-venv}"
@@ -32,7 +32,7 @@ if [[ ! -x $VENV/bin/python ]]; then
 fi
 installed="$("$VENV/bin/python" -c 'import importlib.metadata as m
 try:
-    import grpc, betterproto2
+    import grpc, betterproto2, yaml
     print(m.version("envoy-data-plane"))
 except Exception:
     pass' 2>/dev/null || true)"
@@ -135,13 +135,17 @@ for policy in \
     '{"name":"py.resource","owner_app":"shop","rate":1,"max_permits":10}' \
     '{"name":"py.hits","owner_app":"shop","rate":0.001,"max_permits":100}' \
     '{"name":"py.keyed","owner_app":"shop","scope":"per_key","rate":0.001,"max_permits":5}' \
-    '{"name":"py.shared","owner_app":"shop","scope":"per_key","rate":0.001,"max_permits":5}'; do
+    '{"name":"py.shared","owner_app":"shop","scope":"per_key","rate":0.001,"max_permits":5}' \
+    '{"name":"py.burst","owner_app":"shop","rate":0.001,"max_permits":5}' \
+    '{"name":"py.daily","owner_app":"shop","rate":0.001,"max_permits":1}'; do
     admin /api/v1/policies "$policy" >/dev/null
 done
 
 status=0
 RK_GRPC="$grpc" RK_HTTP="$api" RK_KEY="$key" RK_OTHER_KEY="$other_key" \
     "$VENV/bin/python" tests/envoy/test_rls.py || status=$?
+# The README's Envoy configuration, read with Envoy's own message definitions.
+"$VENV/bin/python" tests/envoy/test_envoy_configs.py || status=$?
 if grep -q 'panicked' "$tmp/server.log"; then
     cat "$tmp/server.log"
     echo "envoy: the server panicked" >&2

@@ -5,7 +5,8 @@ Run by scripts/envoy_client.sh, which starts the server and passes in the enviro
 RK_GRPC (host:port of the rate limit service), RK_HTTP (the HTTP API's base URL),
 RK_KEY (an API key of the app "shop"), RK_OTHER_KEY (one of the app "other"), and the
 policies it made: py.generic (0.5/s, 2 permits), py.resource (1/s, 10), py.hits
-(0.001/s, 100), py.keyed and py.shared (per_key, 0.001/s, 5), all of "shop".
+(0.001/s, 100), py.keyed and py.shared (per_key, 0.001/s, 5), py.burst (0.001/s, 5)
+and py.daily (0.001/s, 1), all of "shop".
 
 The generated sync stub sends no metadata, so the API key goes with the call the stub
 makes itself: channel.unary_unary(path, serializer, deserializer)(msg, metadata=...).
@@ -179,6 +180,58 @@ class Auth(unittest.TestCase):
             ask(descriptor(("generic_key", "py.resource")), key=OTHER_KEY)
         self.assertEqual(refused.exception.code(), grpc.StatusCode.PERMISSION_DENIED)
         self.assertIn('"py.resource"', refused.exception.details())
+
+
+
+def http_check(resource, key=None):
+    """POST /v1/acquire of 0 permits (a check, nothing taken): (status, body)."""
+    item = {"resource": resource, "permits": 0}
+    if key is not None:
+        item["key"] = key
+    request = urllib.request.Request(
+        f"{HTTP}/v1/acquire",
+        data=json.dumps(item).encode(),
+        headers={"Authorization": f"Bearer {KEY}", "Content-Type": "application/json"},
+        method="POST",
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=30) as r:
+            return r.status, json.load(r)
+    except urllib.error.HTTPError as e:
+        return e.code, json.load(e)
+
+
+class AllOrNothing(unittest.TestCase):
+    """py.burst (5 permits) and py.daily (1 permit), neither refilling during the test."""
+
+    def test_several_descriptors_are_decided_all_or_nothing(self):
+        both = (
+            descriptor(("generic_key", "py.burst")),
+            descriptor(("generic_key", "py.daily")),
+        )
+        granted = ask(*both)
+        self.assertEqual(granted.overall_code, RateLimitResponseCode.OK)
+        self.assertEqual([s.limit_remaining for s in granted.statuses], [4, 0])
+        denied = ask(*both)
+        self.assertEqual(denied.overall_code, RateLimitResponseCode.OVER_LIMIT)
+        self.assertEqual(
+            [s.code for s in denied.statuses],
+            [RateLimitResponseCode.OK, RateLimitResponseCode.OVER_LIMIT],
+        )
+        # Nothing was taken from py.burst by the denied call: HTTP sees 4 left.
+        status, body = http_check("py.burst")
+        self.assertEqual(status, 200, body)
+        self.assertEqual(body["remaining"], 4, body)
+
+    def test_hits_addend_zero_is_a_check_that_takes_nothing(self):
+        for _ in range(3):
+            reply = ask(descriptor(("generic_key", "py.hits"), hits=0))
+            self.assertEqual(reply.overall_code, RateLimitResponseCode.OK)
+        status, body = http_check("py.hits")
+        self.assertEqual(status, 200, body)
+        first = body["remaining"]
+        ask(descriptor(("generic_key", "py.hits"), hits=0))
+        self.assertEqual(http_check("py.hits")[1]["remaining"], first)
 
 
 if __name__ == "__main__":
