@@ -70,12 +70,14 @@ def header(reply, name):
     return None
 
 
-def http_acquire(resource, key):
-    """POST /v1/acquire of one permit of a per_key policy's bucket: (status, body)."""
-    body = json.dumps({"resource": resource, "permits": 1, "key": key}).encode()
+def http_acquire(resource, key, permits=1):
+    """POST /v1/acquire of a per_key policy's bucket (permits 0: a check): (status, body)."""
+    item = {"resource": resource, "permits": permits}
+    if key is not None:
+        item["key"] = key
     request = urllib.request.Request(
         f"{HTTP}/v1/acquire",
-        data=body,
+        data=json.dumps(item).encode(),
         headers={"Authorization": f"Bearer {KEY}", "Content-Type": "application/json"},
         method="POST",
     )
@@ -185,20 +187,7 @@ class Auth(unittest.TestCase):
 
 def http_check(resource, key=None):
     """POST /v1/acquire of 0 permits (a check, nothing taken): (status, body)."""
-    item = {"resource": resource, "permits": 0}
-    if key is not None:
-        item["key"] = key
-    request = urllib.request.Request(
-        f"{HTTP}/v1/acquire",
-        data=json.dumps(item).encode(),
-        headers={"Authorization": f"Bearer {KEY}", "Content-Type": "application/json"},
-        method="POST",
-    )
-    try:
-        with urllib.request.urlopen(request, timeout=30) as r:
-            return r.status, json.load(r)
-    except urllib.error.HTTPError as e:
-        return e.code, json.load(e)
+    return http_acquire(resource, key, permits=0)
 
 
 class AllOrNothing(unittest.TestCase):
