@@ -36,7 +36,7 @@ const ALGORITHMS: [&str; 6] = [
 const DAY_MS: i64 = 86_400_000;
 
 /// The fields every policy has in JSON, whatever its algorithm.
-const COMMON_FIELDS: [&str; 14] = [
+const COMMON_FIELDS: [&str; 15] = [
     "name",
     "owner_app",
     "algorithm",
@@ -48,6 +48,7 @@ const COMMON_FIELDS: [&str; 14] = [
     "description",
     "scope",
     "overrides",
+    "descriptors",
     "version",
     "created_at",
     "updated_at",
