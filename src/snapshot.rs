@@ -19,6 +19,7 @@ use crate::store::{KeyGrant, PolicyRecord};
 use ratekeeper_limiter::{BucketLimits, PolicyConfig};
 
 mod descriptor_index;
+mod descriptor_wildcard;
 
 use descriptor_index::DescriptorIndex;
 pub use descriptor_index::DescriptorMatch;

@@ -72,13 +72,13 @@ fn check_scope(
     match scope {
         Some(Scope::PerKey) if !pattern.has_bare() => errors.push(
             format!("{field}.entries"),
-            "needs a bare entry (`user_id`, without `=value`) on a per_key policy: its values are the key",
+            "needs a bare entry (`user_id`, without `=value`) or a per-value wildcard (`path=/api/*`) on a per_key policy: its values are the key",
         ),
         Some(Scope::Global | Scope::PerApp) => {
-            if let Some(j) = pattern.entries.iter().position(|e| e.is_bare()) {
+            if let Some(j) = pattern.entries.iter().position(|e| e.keys_bucket()) {
                 errors.push(
                     format!("{field}.entries[{j}]"),
-                    "a bare entry makes one bucket per value: it needs the per_key scope (or write `key=value`)",
+                    "a bare or per-value wildcard entry makes one bucket per value: it needs the per_key scope (or write `key=value`, or `shared key=val*`)",
                 );
             }
         }

@@ -210,8 +210,9 @@ pub struct OverrideInput {
     pub lease_ttl_ms: Option<i64>,
 }
 
-/// One descriptor pattern: an exact entry `key=value` matches that value, a bare entry
-/// `key` any value (one bucket per value).
+/// One descriptor pattern: an exact entry `key=value` matches that value, a wildcard
+/// `key=val*ue` the values it matches (one bucket per value; `shared key=val*ue`: one for
+/// them all), a bare entry `key` any value (one bucket per value).
 #[derive(Debug, Default, Clone, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DescriptorInput {
@@ -224,13 +225,13 @@ pub struct DescriptorInput {
     pub entries: Option<Vec<String>>,
 }
 
-/// 1 to 8 entries, each `key` or `key=value` (the value at most 256 bytes of UTF-8, so at
+/// 1 to 8 entries, each `key`, `key=value` or `shared key=val*ue` (the value at most 256 bytes of UTF-8, so at
 /// most 64 characters here, 4 bytes a character, and no control characters).
 fn descriptor_entries() -> utoipa::openapi::Array {
     use utoipa::openapi::schema::{ArrayBuilder, ObjectBuilder, Type};
     ArrayBuilder::new()
         .items(ObjectBuilder::new().schema_type(Type::String).pattern(Some(
-            "^[A-Za-z0-9_.:-]{1,64}(=[^\\u0000-\\u001f\\u007f-\\u009f]{1,64})?$",
+            "^(shared )?[A-Za-z0-9_.:-]{1,64}(=[^\\u0000-\\u001f\\u007f-\\u009f]{1,64})?$",
         )))
         .min_items(Some(1))
         .max_items(Some(8))

@@ -8,9 +8,11 @@
 //! day (week, month = 30 days, year = 365 days, as envoyproxy/ratelimit defines them) are
 //! longer than any ratekeeper window, and become a token bucket holding the unit's requests
 //! and refilling them over the unit. `unlimited` becomes a disabled policy (granted without
-//! counting, and still found before a bare sibling), `shadow_mode` the shadow mode. What
-//! has no equivalent (wildcard values, `replaces`, a limit of 0, `quota_mode`) is refused
-//! with its line, never converted into something else.
+//! counting, and still found before a bare sibling), `shadow_mode` the shadow mode. A
+//! wildcard value stays a wildcard entry (one bucket per matching value), written `shared
+//! key=val*` with `share_threshold: true` (one bucket for them all). What has no
+//! equivalent (`replaces`, a limit of 0, `quota_mode`) is refused with its line, never
+//! converted into something else.
 
 mod convert;
 mod leaf;

@@ -69,7 +69,7 @@ pub fn schema() -> Value {
             },
             "descriptor": {
                 "type": "object",
-                "description": "An Envoy-style descriptor pattern: `key=value` entries match that value, a bare `key` any value (one bucket per value, per_key only)",
+                "description": "An Envoy-style descriptor pattern: `key=value` entries match that value, `key=val*ue` the values the wildcard matches (one bucket per value, per_key only; `shared key=val*ue`: one bucket for them all), a bare `key` any value (one bucket per value, per_key only)",
                 "additionalProperties": false,
                 "required": ["entries"],
                 "properties": {
@@ -78,7 +78,7 @@ pub fn schema() -> Value {
                         "type": "array",
                         "minItems": 1,
                         "maxItems": MAX_DESCRIPTOR_ENTRIES,
-                        "items": {"type": "string", "pattern": "^[A-Za-z0-9_.:-]{1,64}(=.+)?$"}
+                        "items": {"type": "string", "pattern": "^(shared )?[A-Za-z0-9_.:-]{1,64}(=.+)?$"}
                     }
                 }
             },

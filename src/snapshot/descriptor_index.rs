@@ -1,9 +1,10 @@
 //! The policies' descriptor patterns as a tree per Envoy domain (and one for patterns of
 //! any domain), built once per reload, so that a gateway's descriptor finds its policy in
 //! a walk as long as the descriptor, whatever the number of policies: envoyproxy/ratelimit's
-//! tree walk. At each entry an exact `key=value` child is tried before the bare `key` one,
-//! so among several matching patterns the one exact where they first differ wins; at the
-//! end a pattern of the request's domain wins over one of any domain.
+//! tree walk. At each entry an exact `key=value` child is tried first, then the first
+//! wildcard `key=val*ue` child matching (see `descriptor_wildcard`), then the bare `key`
+//! one, so among several matching patterns the most precise where they first differ wins;
+//! at the end a pattern of the request's domain wins over one of any domain.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -11,9 +12,10 @@ use std::sync::Arc;
 use crate::domain::MAX_DESCRIPTOR_ENTRIES;
 
 use super::PolicyEntry;
+use super::descriptor_wildcard::Wildcards;
 
-/// The policy a descriptor names, and its bucket key: the values of the pattern's bare
-/// entries joined with `|` (`None` when the pattern has none).
+/// The policy a descriptor names, and its bucket key: the values at the pattern's bare and
+/// per-value wildcard entries joined with `|` (`None` when the pattern has none).
 #[derive(Debug, Clone)]
 pub struct DescriptorMatch {
     pub policy: Arc<PolicyEntry>,
@@ -26,16 +28,18 @@ pub(super) struct DescriptorIndex {
     any_domain: Node,
 }
 
-/// One entry's position in a tree: the children by exact `key` then `value`, the bare
-/// children by `key`, and the policy whose pattern ends here.
+/// One entry's position in a tree: the children by exact `key` then `value`, the wildcard
+/// and bare children by `key`, and the policy whose pattern ends here.
 #[derive(Debug, Default, Clone)]
 struct Node {
     exact: HashMap<String, HashMap<String, Node>>,
+    wildcard: HashMap<String, Wildcards<Node>>,
     bare: HashMap<String, Node>,
     policy: Option<Arc<PolicyEntry>>,
 }
 
-/// Bit `i` set: entry `i` of the matched pattern is bare.
+/// Bit `i` set: the value at entry `i` is part of the bucket key (the matched pattern's
+/// entry `i` is bare or a per-value wildcard).
 type BareMask = u16;
 
 impl DescriptorIndex {
@@ -56,6 +60,11 @@ impl DescriptorIndex {
                 let mut node = root;
                 for entry in &pattern.entries {
                     node = match &entry.value {
+                        Some(value) if entry.is_wildcard() => node
+                            .wildcard
+                            .entry(entry.key.clone())
+                            .or_default()
+                            .child(value, entry.shared),
                         Some(value) => node
                             .exact
                             .entry(entry.key.clone())
@@ -89,7 +98,7 @@ impl DescriptorIndex {
             Some(&self.any_domain),
             entries,
             0,
-            0,
+            (0, 0),
         )?;
         Some(DescriptorMatch {
             policy: policy.clone(),
@@ -99,22 +108,45 @@ impl DescriptorIndex {
 }
 
 /// Walks the domain's tree and the any-domain tree side by side from `depth`: exact
-/// children first, then bare ones, backing up when a branch ends without a policy.
+/// children first, then the first matching wildcard ones, then bare ones, backing up when
+/// a branch ends without a policy. Each tree keeps its own mask, since the wildcards each
+/// tree matches may differ in sharing. At most three branches per entry, whatever the
+/// number of policies.
 fn walk<'a>(
     domain: Option<&'a Node>,
     any: Option<&'a Node>,
     entries: &[(&str, &str)],
     depth: usize,
-    bare: BareMask,
+    masks: (BareMask, BareMask),
 ) -> Option<(&'a Arc<PolicyEntry>, BareMask)> {
     let Some(&(key, value)) = entries.get(depth) else {
         let here = |n: Option<&'a Node>| n.and_then(|n| n.policy.as_ref());
-        return here(domain).or_else(|| here(any)).map(|p| (p, bare));
+        return (here(domain).map(|p| (p, masks.0))).or_else(|| here(any).map(|p| (p, masks.1)));
     };
     let exact = |n: Option<&'a Node>| n.and_then(|n| n.exact.get(key)?.get(value));
     let (domain_exact, any_exact) = (exact(domain), exact(any));
     if (domain_exact.is_some() || any_exact.is_some())
-        && let Some(found) = walk(domain_exact, any_exact, entries, depth + 1, bare)
+        && let Some(found) = walk(domain_exact, any_exact, entries, depth + 1, masks)
+    {
+        return Some(found);
+    }
+    let bit = 1 << depth;
+    let wildcard = |n: Option<&'a Node>, mask: BareMask| {
+        n.and_then(|n| n.wildcard.get(key)?.find(value))
+            .map(|w| (&w.node, if w.shared { mask } else { mask | bit }))
+    };
+    let (domain_wild, any_wild) = (wildcard(domain, masks.0), wildcard(any, masks.1));
+    if (domain_wild.is_some() || any_wild.is_some())
+        && let Some(found) = walk(
+            domain_wild.map(|(n, _)| n),
+            any_wild.map(|(n, _)| n),
+            entries,
+            depth + 1,
+            (
+                domain_wild.map_or(masks.0, |(_, m)| m),
+                any_wild.map_or(masks.1, |(_, m)| m),
+            ),
+        )
     {
         return Some(found);
     }
@@ -123,10 +155,16 @@ fn walk<'a>(
     if domain_bare.is_none() && any_bare.is_none() {
         return None;
     }
-    walk(domain_bare, any_bare, entries, depth + 1, bare | 1 << depth)
+    walk(
+        domain_bare,
+        any_bare,
+        entries,
+        depth + 1,
+        (masks.0 | bit, masks.1 | bit),
+    )
 }
 
-/// The values of the bare positions, joined with `|`, in one allocation.
+/// The values of the keyed positions, joined with `|`, in one allocation.
 fn key_of(entries: &[(&str, &str)], bare: BareMask) -> String {
     let values = || {
         entries
@@ -318,6 +356,61 @@ mod tests {
         );
         snapshot.remove_policy("b");
         assert_eq!(name(&snapshot), None);
+    }
+
+    #[test]
+    fn exact_beats_wildcard_beats_bare() {
+        let index = index(&[
+            policy("exact", &["path=/api/1/action"]),
+            policy("per-value", &["path=/api/*/action"]),
+            policy("shared", &["shared path=/api/*"]),
+            policy("bare", &["path"]),
+        ]);
+        let f = |v: &str| found(&index, "e", &[("path", v)]);
+        assert_eq!(f("/api/1/action"), named("exact", None));
+        assert_eq!(
+            f("/api/2/action"),
+            named("per-value", Some("/api/2/action"))
+        );
+        assert_eq!(f("/api/2/other"), named("shared", None), "shared: no key");
+        assert_eq!(f("/web"), named("bare", Some("/web")));
+    }
+
+    #[test]
+    fn a_wildcard_branch_without_a_policy_backs_up_to_the_bare_one() {
+        let index = index(&[
+            policy("read", &["edge: user, action=read*, resource"]),
+            policy("any-action", &["edge: user, action, resource=doc"]),
+        ]);
+        let read = [("user", "al"), ("action", "readfile"), ("resource", "x")];
+        assert_eq!(
+            found(&index, "edge", &read),
+            named("read", Some("al|readfile|x"))
+        );
+        let doc = [("user", "al"), ("action", "write"), ("resource", "doc")];
+        assert_eq!(
+            found(&index, "edge", &doc),
+            named("any-action", Some("al|write"))
+        );
+        let unmatched = [("user", "al"), ("action", "write"), ("resource", "x")];
+        assert_eq!(found(&index, "edge", &unmatched), None);
+    }
+
+    #[test]
+    fn each_tree_keys_by_its_own_wildcard() {
+        let index = index(&[
+            policy("domain-shared", &["edge: shared route=api/*, method"]),
+            policy("any-per-value", &["route=api/v*, method"]),
+        ]);
+        let d = [("route", "api/v1"), ("method", "GET")];
+        assert_eq!(
+            found(&index, "edge", &d),
+            named("domain-shared", Some("GET"))
+        );
+        assert_eq!(
+            found(&index, "other", &d),
+            named("any-per-value", Some("api/v1|GET"))
+        );
     }
 
     #[test]

@@ -3,7 +3,9 @@
 
 use std::collections::HashSet;
 
-use crate::domain::{AppSlug, DescriptorEntry, MAX_CAPACITY, MAX_DESCRIPTOR_ENTRIES};
+use crate::domain::{
+    AppSlug, DescriptorEntry, MAX_CAPACITY, MAX_DESCRIPTOR_ENTRIES, SHARED_PREFIX,
+};
 use crate::policy_file::caps::{self, Caps, Refusal};
 use crate::policy_file::checks::checked;
 use crate::policy_file::format::AppDocument;
@@ -251,7 +253,7 @@ impl Walk {
             "a descriptor: a mapping with `key` and optional `value`, `rate_limit`, `descriptors`",
         )?;
         let (mut key, mut value, mut rate_limit, mut nested) = (None, None, None, None);
-        let mut shadow = false;
+        let (mut shadow, mut share) = (false, None);
         for (field, line, v) in fields {
             match field {
                 "key" => key = self.text(v, "key"),
@@ -270,8 +272,9 @@ impl Walk {
                         self.error(v, "`quota_mode` has no ratekeeper equivalent");
                     }
                 }
+                "share_threshold" => share = Some((self.flag(v, field), v)),
                 // Metrics of envoyproxy/ratelimit's own: nothing to convert.
-                "detailed_metric" | "value_to_metric" | "share_threshold" => {
+                "detailed_metric" | "value_to_metric" => {
                     self.flag(v, field);
                 }
                 "metadata" => {}
@@ -282,13 +285,20 @@ impl Walk {
             self.error(node, "a descriptor needs a `key`");
             return None;
         };
-        if let Some((v, at)) = &value
-            && v.contains('*')
-        {
-            self.error(at, "wildcard values (`*`) are not supported: list each value, or use the bare key for one limit per value");
-            return None;
-        }
+        // As envoyproxy/ratelimit: sharing applies to a wildcard value only.
+        let shared = match share {
+            Some((true, at)) if !value.as_ref().is_some_and(|(v, _)| v.contains('*')) => {
+                self.error(
+                    at,
+                    "`share_threshold` applies to a wildcard value (one holding `*`) only",
+                );
+                return None;
+            }
+            Some((flag, _)) => flag,
+            None => false,
+        };
         let text = match &value {
+            Some((v, _)) if shared => format!("{SHARED_PREFIX}{key}={v}"),
             Some((v, _)) => format!("{key}={v}"),
             None => key.clone(),
         };

@@ -41,7 +41,7 @@ impl Leaf {
 
     pub(super) fn policy(&self, taken: &mut HashSet<String>, allowed: &[String]) -> FilePolicy {
         let entries: Vec<String> = self.path.iter().map(ToString::to_string).collect();
-        let keyed = self.path.iter().any(DescriptorEntry::is_bare);
+        let keyed = self.path.iter().any(DescriptorEntry::keys_bucket);
         let path_name = format!("{}/{}", self.domain, entries.join("/"));
         let name = unique_name(self.name.as_deref().unwrap_or(&path_name), taken);
         let (algorithm, rate, max_permits, window, what) = match &self.limit {

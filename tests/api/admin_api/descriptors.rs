@@ -108,6 +108,24 @@ async fn every_invalid_part_is_named() {
             .unwrap()
             .contains("per_key")
     );
+    // `shared` only on a wildcard value; a per-value wildcard keys the bucket (per_key).
+    let wild = json!({
+        "name": "w", "owner_app": "shop", "rate": 1, "max_permits": 1,
+        "descriptors": [{"entries": ["shared a=b", "shared files=f*"]}, {"entries": ["path=/api/*"]}]
+    });
+    let problem = refused(&app, wild).await;
+    assert_eq!(
+        fields(&problem),
+        ["descriptors[0].entries[0]", "descriptors[1].entries[0]"],
+        "{problem}"
+    );
+    assert!(
+        problem["errors"][0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("wildcard"),
+        "{problem}"
+    );
     let too_many: Vec<Value> = (0..17)
         .map(|i| json!({"entries": [format!("k{i}"), "user_id"]}))
         .collect();
@@ -223,7 +241,7 @@ async fn the_openapi_document_says_the_shape() {
         input["entries"]["items"]["pattern"]
             .as_str()
             .unwrap()
-            .starts_with("^[A-Za-z0-9_.:-]{1,64}(=")
+            .starts_with("^(shared )?[A-Za-z0-9_.:-]{1,64}(=")
     );
     assert!(schemas["PolicyView"]["properties"]["descriptors"].is_object());
 }

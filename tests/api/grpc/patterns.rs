@@ -65,3 +65,46 @@ async fn descriptor_patterns_name_policies_with_envoys_precedence() {
         "nothing taken"
     );
 }
+
+/// A wildcard value (envoyproxy/ratelimit's `*`): each matching value its own bucket, or,
+/// written `shared`, one bucket for every matching value (Envoy's `share_threshold`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wildcard_patterns_count_per_value_or_shared() {
+    let (app, key) = shop_over_grpc().await;
+    app.create_policy(json!({"name": "files", "owner_app": "shop", "rate": 0.0001,
+                             "max_permits": 1, "scope": "per_key",
+                             "descriptors": [{"domain": "edge", "entries": ["file=f*.pdf"]}]}))
+        .await;
+    app.create_policy(json!({"name": "docs", "owner_app": "shop", "rate": 0.0001,
+                             "max_permits": 2,
+                             "descriptors": [{"domain": "edge", "entries": ["shared doc=d*"]}]}))
+        .await;
+    let once = |entries: &'static [(&'static str, &'static str)]| {
+        let (app, key) = (&app, &key);
+        async move { ask(app, key, vec![descriptor(entries)]).await }
+    };
+
+    let first = once(&[("file", "fa.pdf")]).await;
+    assert_eq!(overall(&first), Code::Ok, "{first:?}");
+    let limit = first.statuses[0].current_limit.as_ref().expect("a limit");
+    assert_eq!(limit.name, "files");
+    assert_eq!(overall(&once(&[("file", "fa.pdf")]).await), Code::OverLimit);
+    let other = once(&[("file", "fb.pdf")]).await;
+    assert_eq!(overall(&other), Code::Ok, "its own bucket: {other:?}");
+    assert_eq!(bucket_permits(&app, "files", "fb.pdf").await.floor(), 0.0);
+    let unmatched = once(&[("file", "fa.csv")]).await;
+    assert!(
+        unmatched.statuses[0].current_limit.is_none(),
+        "{unmatched:?}"
+    );
+
+    let a = once(&[("doc", "da")]).await;
+    assert_eq!(
+        a.statuses[0].current_limit.as_ref().expect("a limit").name,
+        "docs"
+    );
+    assert_eq!(a.statuses[0].limit_remaining, 1);
+    assert_eq!(once(&[("doc", "db")]).await.statuses[0].limit_remaining, 0);
+    let c = once(&[("doc", "dc")]).await;
+    assert_eq!(overall(&c), Code::OverLimit, "one bucket for all: {c:?}");
+}

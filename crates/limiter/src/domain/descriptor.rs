@@ -1,7 +1,10 @@
 //! Envoy-style descriptor patterns a policy may declare, so that a gateway's descriptor
 //! (a list of `key=value` entries) finds the policy: an exact entry `database=users`
 //! matches that value only, a bare entry `user_id` matches any value and makes one bucket
-//! per value. A pattern may name the Envoy `domain` it belongs to; without one it matches
+//! per value. A value holding `*` is a wildcard (`path=/api/*/action`, each `*` any run of
+//! characters, as envoyproxy/ratelimit reads it): one bucket per matching value, or one
+//! bucket for them all when written `shared path=/api/*/action` (Envoy's
+//! `share_threshold: true`). A pattern may name the Envoy `domain` it belongs to; without one it matches
 //! in every domain.
 
 use super::{FieldError, FieldErrors};
@@ -18,17 +21,28 @@ pub const MAX_DESCRIPTOR_VALUE_BYTES: usize = 256;
 /// The characters of an entry's key and of a domain, as the OpenAPI pattern says them.
 pub const DESCRIPTOR_KEY_PATTERN: &str = "^[A-Za-z0-9_.:-]{1,64}$";
 
-/// One entry of a pattern: `key=value` (exact) or `key` (bare: one bucket per value).
+/// The prefix that makes a wildcard entry's matching values share one bucket. Keys hold no
+/// space, so the prefix cannot be read as part of one, and values stay free of markers.
+pub const SHARED_PREFIX: &str = "shared ";
+
+/// One entry of a pattern: `key=value` (exact), `key=val*ue` (wildcard), `shared
+/// key=val*ue` (wildcard whose values share a bucket) or `key` (bare: one bucket per value).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct DescriptorEntry {
     pub key: String,
     /// `None` for a bare entry.
     pub value: Option<String>,
+    /// Every value the wildcard matches counts in one bucket (only on a wildcard entry).
+    pub shared: bool,
 }
 
 impl DescriptorEntry {
-    /// `key=value` or `key`, split at the first `=`.
+    /// `key=value` or `key`, split at the first `=`, after an optional `shared ` prefix.
     pub fn parse_field(field: &str, text: &str) -> Result<Self, FieldError> {
+        let (shared, text) = match text.strip_prefix(SHARED_PREFIX) {
+            Some(rest) => (true, rest),
+            None => (false, text),
+        };
         let (key, value) = match text.split_once('=') {
             Some((key, value)) => (key, Some(value)),
             None => (text, None),
@@ -50,19 +64,40 @@ impl DescriptorEntry {
                 ));
             }
         }
+        if shared && !value.is_some_and(|v| v.contains('*')) {
+            return Err(FieldError::new(
+                field,
+                "`shared` applies to a wildcard value only (`shared key=files/*`)",
+            ));
+        }
         Ok(Self {
             key: key.to_owned(),
             value: value.map(str::to_owned),
+            shared,
         })
     }
 
     pub fn is_bare(&self) -> bool {
         self.value.is_none()
     }
+
+    /// A value holding `*`: it matches many values.
+    pub fn is_wildcard(&self) -> bool {
+        self.value.as_deref().is_some_and(|v| v.contains('*'))
+    }
+
+    /// The request's value at this entry is part of the bucket key: a bare entry, or a
+    /// wildcard one whose values do not share.
+    pub fn keys_bucket(&self) -> bool {
+        self.is_bare() || (self.is_wildcard() && !self.shared)
+    }
 }
 
 impl std::fmt::Display for DescriptorEntry {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.shared {
+            f.write_str(SHARED_PREFIX)?;
+        }
         match &self.value {
             Some(value) => write!(f, "{}={value}", self.key),
             None => f.write_str(&self.key),
@@ -121,8 +156,10 @@ impl DescriptorPattern {
         Self::parse_field(field, domain, &entries)
     }
 
+    /// Some entry puts the request's value in the bucket key (a bare or per-value
+    /// wildcard entry), so the policy must be `per_key`.
     pub fn has_bare(&self) -> bool {
-        self.entries.iter().any(DescriptorEntry::is_bare)
+        self.entries.iter().any(DescriptorEntry::keys_bucket)
     }
 
     /// The entries as the JSON API lists them (`key=value` or `key`).
@@ -207,6 +244,25 @@ mod tests {
     }
 
     #[test]
+    fn a_wildcard_keys_the_bucket_unless_shared() {
+        let per_value = DescriptorEntry::parse_field("e", "path=/api/*/action").unwrap();
+        assert!(per_value.is_wildcard() && per_value.keys_bucket());
+        let shared = DescriptorEntry::parse_field("e", "shared files=files/*").unwrap();
+        assert!(shared.shared && !shared.keys_bucket());
+        assert_eq!(shared.to_string(), "shared files=files/*");
+        let exact = DescriptorEntry::parse_field("e", "k=v shared").unwrap();
+        assert_eq!(
+            exact.value.as_deref(),
+            Some("v shared"),
+            "no marker in values"
+        );
+        for ambiguous in ["shared k=v", "shared k", "shared  k=a*"] {
+            let error = DescriptorEntry::parse_field("e[0]", ambiguous).unwrap_err();
+            assert_eq!(error.field, "e[0]", "{ambiguous}");
+        }
+    }
+
+    #[test]
     fn every_invalid_part_is_named() {
         let errors = DescriptorPattern::parse_field(
             "descriptors[1]",
@@ -235,6 +291,7 @@ mod tests {
             "user_id",
             "a:b=c:d, e",
             "x: k=v: w",
+            "example11: shared files=files/*, files_no_share=files_no_share/*",
         ] {
             let pattern = DescriptorPattern::parse_line("d", line).unwrap();
             assert_eq!(pattern.to_string(), line);
