@@ -9,19 +9,23 @@ WORKDIR /build
 # The dependencies first, in a layer of their own: built from the manifest and the lock
 # file with an empty crate, so that a change to ratekeeper's own code rebuilds only it
 # (seconds to a minute), not the 300 crates under it (minutes).
+# Every workspace member's manifest must be there (cargo loads the whole workspace), the
+# bench's too, though only the server is built.
 COPY Cargo.toml Cargo.lock ./
 COPY crates/limiter/Cargo.toml crates/limiter/
-RUN mkdir -p src crates/limiter/src \
+COPY bench/Cargo.toml bench/
+RUN mkdir -p src crates/limiter/src bench/src \
  && echo 'fn main() {}' > src/main.rs \
+ && echo 'fn main() {}' > bench/src/main.rs \
  && touch src/lib.rs crates/limiter/src/lib.rs \
- && cargo build --release --locked \
- && rm -rf src crates/limiter/src target/release/.fingerprint/ratekeeper* \
+ && cargo build --release --locked -p ratekeeper \
+ && rm -rf src crates/limiter/src bench/src target/release/.fingerprint/ratekeeper* \
       target/release/deps/ratekeeper* target/release/deps/libratekeeper* target/release/ratekeeper*
 # Then everything the crates compile in: sources, Lua scripts (include_str!), SQL
 # migrations (sqlx::migrate!), templates and static files. .dockerignore keeps
 # target/, .git and local databases out.
 COPY . .
-RUN cargo build --release --locked \
+RUN cargo build --release --locked -p ratekeeper --bin ratekeeper \
  && strip target/release/ratekeeper
 
 # ---- runtime -----------------------------------------------------------------
@@ -41,6 +45,7 @@ COPY --from=builder /build/target/release/ratekeeper /usr/local/bin/ratekeeper
 WORKDIR /data
 USER ratekeeper:ratekeeper
 ENV RATEKEEPER_LISTEN=0.0.0.0:8080
-EXPOSE 8080
+# 8081: Envoy's rate limit service (gRPC), when RATEKEEPER_GRPC_LISTEN is set.
+EXPOSE 8080 8081
 ENTRYPOINT ["/usr/local/bin/ratekeeper"]
 CMD ["serve"]
