@@ -116,6 +116,12 @@ impl PolicyEntry {
         self.config.max_permits
     }
 
+    /// Whether every acquire is denied by the instance (an enabled policy in mode `block`;
+    /// a disabled one grants, whatever its mode).
+    pub fn blocks(&self) -> bool {
+        self.config.enabled && self.config.mode == crate::domain::Mode::Block
+    }
+
     pub fn algorithm(&self) -> Algorithm {
         self.config.algorithm
     }

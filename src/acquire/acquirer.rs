@@ -154,6 +154,10 @@ impl Acquirer {
     ) -> Result<Acquired, Refusal> {
         let policy = self.snapshot.policy(name.as_str());
         let partition = partition_of(policy.as_deref(), app, key)?;
+        if let Some(policy) = policy.as_deref().filter(|p| p.blocks()) {
+            let outcome = self.blocked(app, name, permits.get(), policy, partition.as_ref())?;
+            return Ok(Acquired { outcome, partition });
+        }
         let outcome = match (&partition, policy.as_deref()) {
             (Some(partition), Some(policy)) => {
                 self.keyed(app, name, permits, policy, partition).await?
@@ -364,7 +368,7 @@ impl Acquirer {
         self.tally.record(name.as_str(), caller, decision);
         let counter = match decision {
             Decision::Granted => &self.outcomes.granted,
-            Decision::Denied => &self.outcomes.denied,
+            Decision::Denied | Decision::Blocked => &self.outcomes.denied,
             Decision::Unenforced => &self.outcomes.unenforced,
             Decision::ShadowDenied => &self.outcomes.shadow_denied,
         };

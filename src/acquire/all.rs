@@ -13,6 +13,7 @@ use std::time::Instant;
 use ratekeeper_limiter::{AcquireOutcome, AllAsk, AllTarget, Decided, Decision, KeyedBucket};
 
 use super::acquirer::{Acquirer, fallback};
+use super::blocked::{blocked_denial, check_blocked};
 use super::caller::{Partition, partition_of};
 use super::outcome::{Acquired, Outcome, Refusal};
 use crate::domain::{Algorithm, AppSlug, CallerKey, CheckOrPermits, PolicyName};
@@ -47,7 +48,7 @@ impl AcquiredAll {
                 _ => None,
             })
             .max_by_key(|(_, d)| {
-                let denied = d.decision == Decision::Denied;
+                let denied = !d.decision.allowed();
                 (
                     denied,
                     if denied {
@@ -71,6 +72,12 @@ pub struct AllRefused {
 struct Checked {
     policy: Option<Arc<PolicyEntry>>,
     partition: Option<Partition>,
+}
+
+impl Checked {
+    fn blocks(&self) -> bool {
+        self.policy.as_deref().is_some_and(PolicyEntry::blocks)
+    }
 }
 
 impl Acquirer {
@@ -122,6 +129,9 @@ impl Acquirer {
                     .map_err(|refusal| AllRefused { index, refusal })
             })
             .collect::<Result<Vec<Checked>, AllRefused>>()?;
+        if checked.iter().any(Checked::blocks) {
+            return self.all_blocked(app, items, checked).await;
+        }
         let generation = self.denials.generation();
         let mut answer = self.ask_all(app, items, &checked).await;
         // The policies Redis lost are put back from the snapshot and the call decided again.
@@ -172,6 +182,81 @@ impl Acquirer {
         Ok(AcquiredAll { allowed, results })
     }
 
+    /// A call with a blocked item is denied whole, without taking anything: the blocked
+    /// items are answered from the snapshot, the others only checked (their numbers as they
+    /// stand), so each still gets its own reply.
+    async fn all_blocked(
+        &self,
+        app: &AppSlug,
+        items: &[AllItem],
+        checked: Vec<Checked>,
+    ) -> Result<AcquiredAll, AllRefused> {
+        let open: Vec<usize> = (0..items.len()).filter(|&i| !checked[i].blocks()).collect();
+        let checks: Vec<AllItem> = open
+            .iter()
+            .map(|&i| AllItem {
+                permits: CheckOrPermits::Check,
+                ..items[i].clone()
+            })
+            .collect();
+        let mut open_results = if checks.is_empty() {
+            Vec::new()
+        } else {
+            // Boxed: this is the caller's own future, entered again with no blocked item.
+            match Box::pin(self.decide_all(app, &checks)).await {
+                Ok(all) => all.results,
+                // The call is denied whatever Redis says: the others' numbers are unknown.
+                Err(AllRefused {
+                    refusal: Refusal::Unavailable,
+                    ..
+                }) => open
+                    .iter()
+                    .map(|&i| Acquired {
+                        outcome: Outcome::Degraded {
+                            limit: checked[i].policy.as_deref().map(PolicyEntry::max_permits),
+                            enforced: true,
+                        },
+                        partition: checked[i].partition.clone(),
+                    })
+                    .collect(),
+                Err(refused) => {
+                    return Err(AllRefused {
+                        index: open[refused.index],
+                        refusal: refused.refusal,
+                    });
+                }
+            }
+        }
+        .into_iter();
+        let results = items
+            .iter()
+            .zip(checked)
+            .map(
+                |(item, c)| match c.policy.as_deref().filter(|p| p.blocks()) {
+                    Some(policy) => {
+                        let denial = blocked_denial(policy, c.partition.as_ref());
+                        if !item.permits.is_check() {
+                            let caller =
+                                c.partition.as_ref().map_or(app.as_str(), Partition::as_str);
+                            self.count(&item.name, caller, denial.decision);
+                        }
+                        Acquired {
+                            outcome: Outcome::Decided(denial),
+                            partition: c.partition,
+                        }
+                    }
+                    None => open_results
+                        .next()
+                        .expect("one checked result per item that is not blocked"),
+                },
+            )
+            .collect();
+        Ok(AcquiredAll {
+            allowed: false,
+            results,
+        })
+    }
+
     /// Puts back the policies Redis lost, one job of the batcher's queue each.
     async fn restore_all(
         &self,
@@ -189,7 +274,9 @@ impl Acquirer {
         let policy = self.snapshot.policy(item.name.as_str());
         let partition = partition_of(policy.as_deref(), app, item.key.clone())?;
         let permits = item.permits.decided_as().get();
-        if let Some(policy) = policy.as_deref() {
+        if let Some(policy) = policy.as_deref().filter(|p| p.blocks()) {
+            check_blocked(policy, app, permits, partition.as_ref())?;
+        } else if let Some(policy) = policy.as_deref() {
             let limit = match &partition {
                 Some(partition) => {
                     if !policy.allows(app) {
@@ -258,7 +345,7 @@ impl Acquirer {
                 generation,
             );
         }
-        if !item.permits.is_check() && (allowed || decided.decision == Decision::Denied) {
+        if !item.permits.is_check() && (allowed || !decided.decision.allowed()) {
             self.count(&item.name, caller, decided.decision);
         }
     }

@@ -6,7 +6,7 @@ use base64::Engine;
 use base64::engine::general_purpose::STANDARD as BASE64_STANDARD;
 
 use crate::domain::PolicyName;
-use ratekeeper_limiter::{Decided, Decision};
+use ratekeeper_limiter::Decided;
 
 use super::Partition;
 
@@ -18,7 +18,7 @@ pub fn ratelimit_value(
     decided: &Decided,
     partition: Option<&Partition>,
 ) -> String {
-    let t = if decided.decision == Decision::Denied {
+    let t = if !decided.decision.allowed() {
         whole_seconds(decided.retry_after_ms)
     } else {
         whole_seconds(decided.reset_after_ms)

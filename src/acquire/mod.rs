@@ -4,6 +4,7 @@
 
 mod acquirer;
 mod all;
+mod blocked;
 mod caller;
 mod denials;
 mod flusher;
@@ -15,6 +16,7 @@ mod tally;
 
 pub use acquirer::Acquirer;
 pub use all::{AcquiredAll, AllItem, AllRefused};
+pub use blocked::BLOCKED_RETRY_AFTER_MS;
 pub use caller::{Partition, partition_of};
 pub use denials::DenialCache;
 pub use flusher::{run_flusher, unix_minute_now};

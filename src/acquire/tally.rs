@@ -94,7 +94,7 @@ impl OutcomeCounts {
     fn add(&mut self, decision: Decision) {
         match decision {
             Decision::Granted | Decision::Unenforced => self.granted += 1,
-            Decision::Denied => self.denied += 1,
+            Decision::Denied | Decision::Blocked => self.denied += 1,
             Decision::ShadowDenied => self.shadow_denied += 1,
         }
     }
@@ -131,7 +131,7 @@ impl Tally {
             top.counts.add(decision);
             match decision {
                 Decision::Granted | Decision::Unenforced => top.granted.add(caller),
-                Decision::Denied => top.denied.add(caller),
+                Decision::Denied | Decision::Blocked => top.denied.add(caller),
                 Decision::ShadowDenied => top.shadow_denied.add(caller),
             }
         });

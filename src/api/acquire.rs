@@ -73,6 +73,10 @@ pub struct AcquireReply {
     /// granted all the same (the numbers are what enforcing would have said).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub shadow_denied: Option<bool>,
+    /// `true` when the policy blocks every request (mode `block`): denied whatever the
+    /// bucket holds, until an owner lifts the block; waiting does not help.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub blocked: Option<bool>,
     /// A granted `concurrency` permit: give it back with `POST /v1/release`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub lease_id: Option<String>,
@@ -92,6 +96,7 @@ impl From<&Outcome> for AcquireReply {
                 enforced: (d.decision == Decision::Unenforced).then_some(false),
                 degraded: None,
                 shadow_denied: (d.decision == Decision::ShadowDenied).then_some(true),
+                blocked: (d.decision == Decision::Blocked).then_some(true),
                 lease_id: d.lease.map(|l| l.to_string()),
             },
             Outcome::Degraded { limit, enforced } => Self {
@@ -104,6 +109,7 @@ impl From<&Outcome> for AcquireReply {
                 enforced: (!enforced).then_some(false),
                 degraded: Some(true),
                 shadow_denied: None,
+                blocked: None,
                 lease_id: None,
             },
         }
@@ -251,7 +257,7 @@ pub(super) fn render(name: &PolicyName, acquired: &Acquired) -> HttpResponse {
             return response;
         }
     };
-    let denied = decided.decision == Decision::Denied;
+    let denied = !decided.decision.allowed();
     let status = if denied {
         StatusCode::TOO_MANY_REQUESTS
     } else {

@@ -13,7 +13,6 @@ use super::acquire::{AcquireReply, ratelimit_headers, refused, retry_after};
 use super::problem::Problem;
 use crate::acquire::{AcquiredAll, Acquirer, AllItem, AllRefused};
 use crate::domain::{AppSlug, CallerKey, CheckOrPermits, FieldError, PolicyName};
-use ratekeeper_limiter::Decision;
 
 /// The most items one call may hold.
 pub const MAX_ITEMS: usize = 16;
@@ -152,7 +151,7 @@ fn render(items: &[AllItem], all: &AcquiredAll) -> HttpResponse {
     for (name, value) in ratelimit_headers(&items[index].name, decided, partition) {
         headers.insert(name, value);
     }
-    if decided.decision == Decision::Denied {
+    if !decided.decision.allowed() {
         headers.insert(header::RETRY_AFTER, retry_after(decided));
     }
     response

@@ -185,6 +185,7 @@ pub fn friendly_name(code: &str) -> &str {
         "per_key" => "Per key: each key a client names has its own bucket",
         "enforce" => "Enforce: deny what the limit denies",
         "shadow" => "Shadow: decide and count, but grant everything",
+        "block" => "Block: deny every request (a blocklist entry, an incident brake)",
         other => other,
     }
 }

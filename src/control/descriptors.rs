@@ -47,13 +47,15 @@ pub fn descriptor_parts(
             errors.push(format!("{field}.entries"), "is required");
             continue;
         };
-        let pattern = match DescriptorPattern::parse_field(&field, d.domain.as_deref(), entries) {
-            Ok(p) => p,
-            Err(found) => {
-                errors.0.extend(found.0);
-                continue;
-            }
-        };
+        let replaces = d.replaces.as_deref().unwrap_or_default();
+        let pattern =
+            match DescriptorPattern::parse_field(&field, d.domain.as_deref(), entries, replaces) {
+                Ok(p) => p,
+                Err(found) => {
+                    errors.0.extend(found.0);
+                    continue;
+                }
+            };
         check_scope(errors, &field, &pattern, scope);
         if let Some(j) = parsed.iter().position(|p| *p == pattern) {
             errors.push(field, format!("repeats descriptors[{j}]"));
@@ -86,10 +88,16 @@ fn check_scope(
     }
 }
 
+/// The names a pattern replaces, as the JSON API lists them.
+pub fn replace_texts(p: &DescriptorPattern) -> Vec<String> {
+    p.replaces.iter().map(|n| n.as_str().to_owned()).collect()
+}
+
 fn as_input(p: &DescriptorPattern) -> DescriptorInput {
     DescriptorInput {
         domain: p.domain.clone(),
         entries: Some(p.entry_texts()),
+        replaces: (!p.replaces.is_empty()).then(|| replace_texts(p)),
     }
 }
 
@@ -154,6 +162,7 @@ mod tests {
                     .map(|(domain, entries)| DescriptorInput {
                         domain: domain.map(str::to_owned),
                         entries: Some(entries.iter().map(|e| (*e).to_owned()).collect()),
+                        replaces: None,
                     })
                     .collect(),
             ),

@@ -223,6 +223,12 @@ pub struct DescriptorInput {
     #[serde(default, deserialize_with = "not_null")]
     #[schema(schema_with = descriptor_entries)]
     pub entries: Option<Vec<String>>,
+    /// Policies this pattern stands in for (envoyproxy/ratelimit's `replaces`, at most 8):
+    /// when a descriptor of a gateway's request matches this pattern, the request's
+    /// descriptors that reach one of these policies are not limited by it.
+    #[serde(default, deserialize_with = "not_null")]
+    #[schema(nullable = false, max_items = 8, value_type = Option<Vec<String>>)]
+    pub replaces: Option<Vec<String>>,
 }
 
 /// 1 to 8 entries, each `key`, `key=value` or `shared key=val*ue` (the value at most 256 bytes of UTF-8, so at

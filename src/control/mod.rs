@@ -33,6 +33,7 @@ mod views;
 
 pub use accounts::{NewSession, SESSION_LIFETIME_MS, UserFlags};
 pub use buckets::{TOP_MAX_MINUTES, TopCallers};
+pub use descriptors::replace_texts;
 pub use desired::{Desired, ERRORS_SHOWN};
 pub use inputs::{
     AppInput, DescriptorInput, KeyInput, MemberInput, OverrideInput, PolicyInput, RollbackInput,

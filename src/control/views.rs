@@ -184,6 +184,9 @@ pub struct DescriptorView {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub domain: Option<String>,
     pub entries: Vec<String>,
+    /// The policies it replaces in a gateway's request (absent when none).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub replaces: Vec<String>,
 }
 
 impl From<&DescriptorPattern> for DescriptorView {
@@ -191,6 +194,7 @@ impl From<&DescriptorPattern> for DescriptorView {
         Self {
             domain: d.domain.clone(),
             entries: d.entry_texts(),
+            replaces: super::descriptors::replace_texts(d),
         }
     }
 }

@@ -107,9 +107,11 @@ fn without_redis(targets: &[Target]) -> RateLimitResponse {
     reply::response(statuses, Vec::new())
 }
 
-/// Whether a policy refuses while Redis is away (as the acquirer's fallback decides).
+/// Whether a policy refuses while Redis is away (as the acquirer's fallback decides; a
+/// blocked one refuses whatever Redis does).
 fn fails_closed(policy: &PolicyEntry) -> bool {
-    policy.config.enabled
-        && policy.config.mode == Mode::Enforce
-        && policy.failure_mode == FailureMode::Closed
+    policy.blocks()
+        || (policy.config.enabled
+            && policy.config.mode == Mode::Enforce
+            && policy.failure_mode == FailureMode::Closed)
 }

@@ -5,15 +5,18 @@
 //! `generic_key` (Envoy's `generic_key` action) or `resource`; the values of the entries
 //! after it, in order and joined with `|`, are the bucket key of a `per_key` policy (the
 //! bucket the HTTP acquire reaches with that `key`). A descriptor that names no policy is
-//! answered `OK` without a limit, as Envoy expects of an unknown descriptor.
+//! answered `OK` without a limit, as Envoy expects of an unknown descriptor, and so is one
+//! whose policy another descriptor's pattern replaces (envoyproxy/ratelimit's `replaces`).
 
 use std::sync::Arc;
 
 use envoy_types::pb::envoy::extensions::common::ratelimit::v3::RateLimitDescriptor;
 use envoy_types::pb::envoy::service::ratelimit::v3::RateLimitRequest;
 
-use crate::domain::{Algorithm, CallerKey, FieldError, MAX_DESCRIPTOR_ENTRIES, Permits, Scope};
-use crate::snapshot::{PolicyEntry, Snapshot};
+use crate::domain::{
+    Algorithm, CallerKey, FieldError, MAX_DESCRIPTOR_ENTRIES, Permits, PolicyName, Scope,
+};
+use crate::snapshot::{DescriptorMatch, PolicyEntry, Snapshot};
 
 /// The entry keys whose value names a policy.
 const NAMING_KEYS: [&str; 2] = ["generic_key", "resource"];
@@ -32,6 +35,17 @@ pub struct Named {
     pub key: Option<CallerKey>,
     /// `None`: a check (`hits_addend` 0), which consumes nothing.
     pub permits: Option<Permits>,
+    /// Which of the policy's patterns matched (`None`: named by the `generic_key`/`resource`
+    /// convention).
+    pub pattern: Option<usize>,
+}
+
+impl Named {
+    /// The policies this descriptor's pattern replaces in the request.
+    pub fn replaces(&self) -> &[PolicyName] {
+        self.pattern
+            .map_or(&[], |at| &self.policy.descriptors[at].replaces)
+    }
 }
 
 impl Target {
@@ -55,14 +69,42 @@ pub fn resolve(snapshot: &Snapshot, request: &RateLimitRequest) -> Result<Vec<Ta
     // Envoy's convention: a request's hits_addend of 0 is one hit (proto3 cannot tell an
     // unset number from 0); a descriptor's own, when set, wins, and there 0 is a check.
     let request_hits = u64::from(request.hits_addend.max(1));
-    request
+    let mut targets = request
         .descriptors
         .iter()
         .enumerate()
         .map(|(index, descriptor)| {
             target(snapshot, &request.domain, index, descriptor, request_hits)
         })
-        .collect()
+        .collect::<Result<Vec<Target>, FieldError>>()?;
+    replace(&mut targets);
+    Ok(targets)
+}
+
+/// envoyproxy/ratelimit's `replaces`: a descriptor whose pattern replaces policies leaves
+/// the request's other descriptors that reach one of them unlimited (answered as unknown).
+/// All replacements are read from the request as it came, so their order does not matter.
+fn replace(targets: &mut [Target]) {
+    let replacing = |t: &Target| t.named().is_some_and(|n| !n.replaces().is_empty());
+    if !targets.iter().any(replacing) {
+        return;
+    }
+    let replaced: Vec<(usize, PolicyName)> = targets
+        .iter()
+        .enumerate()
+        .filter_map(|(i, t)| Some((i, t.named()?.replaces())))
+        .flat_map(|(i, names)| names.iter().map(move |n| (i, n.clone())))
+        .collect();
+    for (i, target) in targets.iter_mut().enumerate() {
+        let gone = target.named().is_some_and(|n| {
+            replaced
+                .iter()
+                .any(|(by, name)| *by != i && *name == n.policy.config.name)
+        });
+        if gone {
+            *target = Target::Unmatched;
+        }
+    }
 }
 
 fn target(
@@ -91,7 +133,7 @@ fn target(
             "is not taken: a descriptor's limits are its policy's, set in ratekeeper",
         ));
     }
-    let Some((policy, key)) = named_policy(snapshot, domain, descriptor) else {
+    let Some((policy, key, pattern)) = named_policy(snapshot, domain, descriptor) else {
         return Ok(Target::Unmatched);
     };
     let name = policy.config.name.as_str();
@@ -141,17 +183,19 @@ fn target(
         policy,
         key,
         permits,
+        pattern,
     }))
 }
 
-/// The policy a descriptor names and, for a keyed bucket, its key (not yet checked).
+/// The policy a descriptor names, for a keyed bucket its key (not yet checked), and the
+/// pattern that matched (none by the naming convention).
 fn named_policy(
     snapshot: &Snapshot,
     domain: &str,
     descriptor: &RateLimitDescriptor,
-) -> Option<(Arc<PolicyEntry>, Option<String>)> {
+) -> Option<(Arc<PolicyEntry>, Option<String>, Option<usize>)> {
     if let Some(found) = by_pattern(snapshot, domain, descriptor) {
-        return Some(found);
+        return Some((found.policy, found.key, Some(found.pattern)));
     }
     let (first, rest) = descriptor.entries.split_first()?;
     if !NAMING_KEYS.contains(&first.key.as_str()) {
@@ -168,7 +212,7 @@ fn named_policy(
                 .join("|"),
         ),
     };
-    Some((policy, key))
+    Some((policy, key, None))
 }
 
 /// The policies' own Envoy-style descriptor patterns (exact `key=value` entries, bare
@@ -179,7 +223,7 @@ fn by_pattern(
     snapshot: &Snapshot,
     domain: &str,
     descriptor: &RateLimitDescriptor,
-) -> Option<(Arc<PolicyEntry>, Option<String>)> {
+) -> Option<DescriptorMatch> {
     let count = descriptor.entries.len();
     if count == 0 || count > MAX_DESCRIPTOR_ENTRIES {
         return None;
@@ -188,7 +232,5 @@ fn by_pattern(
     for (slot, entry) in entries.iter_mut().zip(&descriptor.entries) {
         *slot = (entry.key.as_str(), entry.value.as_str());
     }
-    snapshot
-        .descriptor_policy(domain, &entries[..count])
-        .map(|found| (found.policy, found.key))
+    snapshot.descriptor_policy(domain, &entries[..count])
 }

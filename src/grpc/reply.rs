@@ -56,7 +56,14 @@ pub fn decided(policy: &PolicyEntry, acquired: &Acquired) -> (DescriptorStatus, 
             (status, headers)
         }
         Outcome::Decided(decided) => {
-            let denied = decided.decision == Decision::Denied;
+            let denied = !decided.decision.allowed();
+            // A blocked policy's limit is Envoy's limit of 0: nothing passes.
+            let limit = limit.map(|mut l| {
+                if decided.decision == Decision::Blocked {
+                    l.requests_per_unit = 0;
+                }
+                l
+            });
             let status = DescriptorStatus {
                 code: if denied { Code::OverLimit } else { Code::Ok } as i32,
                 current_limit: limit,
@@ -92,7 +99,7 @@ fn decided_headers(
             headers::ratelimit_value(name, decided, partition),
         ),
     ];
-    if decided.decision == Decision::Denied {
+    if !decided.decision.allowed() {
         let seconds = headers::retry_after_seconds(decided);
         headers.push(header(
             "retry-after",
@@ -105,7 +112,7 @@ fn decided_headers(
 /// When the limit resets: the time to retry when denied, else until the bucket is full
 /// (the `t` of the `RateLimit` header).
 fn until_reset(decided: &Decided) -> Duration {
-    let ms = if decided.decision == Decision::Denied {
+    let ms = if !decided.decision.allowed() {
         decided.retry_after_ms
     } else {
         decided.reset_after_ms

@@ -66,6 +66,7 @@ impl RateLimiter {
                         policy,
                         key,
                         permits: Some(permits),
+                        ..
                     }) => {
                         let one = One {
                             index,

@@ -65,6 +65,7 @@ pub(super) fn checked(
                 .map(|d| DescriptorInput {
                     domain: d.domain.clone(),
                     entries: Some(d.entries.clone()),
+                    replaces: (!d.replaces.is_empty()).then(|| d.replaces.clone()),
                 })
                 .collect(),
         ),

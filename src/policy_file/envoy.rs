@@ -8,11 +8,13 @@
 //! day (week, month = 30 days, year = 365 days, as envoyproxy/ratelimit defines them) are
 //! longer than any ratekeeper window, and become a token bucket holding the unit's requests
 //! and refilling them over the unit. `unlimited` becomes a disabled policy (granted without
-//! counting, and still found before a bare sibling), `shadow_mode` the shadow mode. A
-//! wildcard value stays a wildcard entry (one bucket per matching value), written `shared
-//! key=val*` with `share_threshold: true` (one bucket for them all). What has no
-//! equivalent (`replaces`, a limit of 0, `quota_mode`) is refused with its line, never
-//! converted into something else.
+//! counting, and still found before a bare sibling), `shadow_mode` the shadow mode, a limit
+//! of 0 the mode `block` (every request denied). A wildcard value stays a wildcard entry
+//! (one bucket per matching value), written `shared key=val*` with `share_threshold: true`
+//! (one bucket for them all). `replaces` names other rate limits of the domain by their
+//! `name`, which become the pattern's `replaces` (by the names of their policies). What has
+//! no equivalent (`quota_mode`, `shadow_mode` on a limit of 0) is refused with its line,
+//! never converted into something else.
 
 mod convert;
 mod leaf;

@@ -65,6 +65,8 @@ pub struct FileDescriptor {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub domain: Option<String>,
     pub entries: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub replaces: Vec<String>,
 }
 
 /// Other limits for one caller of a keyed policy.

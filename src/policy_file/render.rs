@@ -64,6 +64,7 @@ pub(super) fn file_policy(p: &PolicyView) -> FilePolicy {
             .map(|d| FileDescriptor {
                 domain: d.domain.clone(),
                 entries: d.entries.clone(),
+                replaces: d.replaces.clone(),
             })
             .collect(),
     }

@@ -6,6 +6,7 @@ use serde_json::{Value, json};
 
 use crate::domain::{
     Algorithm, DESCRIPTOR_KEY_PATTERN, MAX_CAPACITY, MAX_DESCRIPTOR_ENTRIES, MAX_DESCRIPTORS,
+    MAX_REPLACES,
 };
 
 pub fn schema() -> Value {
@@ -61,7 +62,7 @@ pub fn schema() -> Value {
                     "allowed_apps": {"type": "array", "minItems": 1, "items": {"type": "string"}},
                     "failure_mode": {"enum": ["closed", "open"], "default": "closed"},
                     "enabled": {"type": "boolean", "default": true},
-                    "mode": {"enum": ["enforce", "shadow"], "default": "enforce"},
+                    "mode": {"enum": ["enforce", "shadow", "block"], "default": "enforce"},
                     "description": {"type": "string", "default": ""},
                     "overrides": {"type": "array", "items": {"$ref": "#/$defs/override"}},
                     "descriptors": {"type": "array", "maxItems": MAX_DESCRIPTORS, "items": {"$ref": "#/$defs/descriptor"}}
@@ -79,6 +80,12 @@ pub fn schema() -> Value {
                         "minItems": 1,
                         "maxItems": MAX_DESCRIPTOR_ENTRIES,
                         "items": {"type": "string", "pattern": "^(shared )?[A-Za-z0-9_.:-]{1,64}(=.+)?$"}
+                    },
+                    "replaces": {
+                        "type": "array",
+                        "description": "Policies this pattern stands in for in a gateway's request (envoyproxy/ratelimit's `replaces`)",
+                        "maxItems": MAX_REPLACES,
+                        "items": {"type": "string", "pattern": "^[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}$"}
                     }
                 }
             },

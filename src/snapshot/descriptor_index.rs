@@ -9,7 +9,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use crate::domain::MAX_DESCRIPTOR_ENTRIES;
+use crate::domain::{MAX_DESCRIPTOR_ENTRIES, PolicyName};
 
 use super::PolicyEntry;
 use super::descriptor_wildcard::Wildcards;
@@ -20,6 +20,15 @@ use super::descriptor_wildcard::Wildcards;
 pub struct DescriptorMatch {
     pub policy: Arc<PolicyEntry>,
     pub key: Option<String>,
+    /// Which of the policy's patterns matched.
+    pub pattern: usize,
+}
+
+impl DescriptorMatch {
+    /// The policies the matched pattern replaces in the request.
+    pub fn replaces(&self) -> &[PolicyName] {
+        &self.policy.descriptors[self.pattern].replaces
+    }
 }
 
 #[derive(Debug, Default, Clone)]
@@ -35,7 +44,8 @@ struct Node {
     exact: HashMap<String, HashMap<String, Node>>,
     wildcard: HashMap<String, Wildcards<Node>>,
     bare: HashMap<String, Node>,
-    policy: Option<Arc<PolicyEntry>>,
+    /// The policy whose pattern ends here, and that pattern's place among its patterns.
+    policy: Option<(Arc<PolicyEntry>, usize)>,
 }
 
 /// Bit `i` set: the value at entry `i` is part of the bucket key (the matched pattern's
@@ -52,7 +62,7 @@ impl DescriptorIndex {
         with_patterns.sort_by(|a, b| a.config.name.cmp(&b.config.name));
         let mut index = Self::default();
         for policy in with_patterns {
-            for pattern in &policy.descriptors {
+            for (at, pattern) in policy.descriptors.iter().enumerate() {
                 let root = match &pattern.domain {
                     Some(domain) => index.by_domain.entry(domain.clone()).or_default(),
                     None => &mut index.any_domain,
@@ -75,13 +85,13 @@ impl DescriptorIndex {
                     };
                 }
                 match &node.policy {
-                    Some(kept) => tracing::error!(
+                    Some((kept, _)) => tracing::error!(
                         pattern = %pattern,
                         kept = %kept.config.name,
                         ignored = %policy.config.name,
                         "two policies declare one descriptor pattern"
                     ),
-                    None => node.policy = Some(policy.clone()),
+                    None => node.policy = Some((policy.clone(), at)),
                 }
             }
         }
@@ -93,7 +103,7 @@ impl DescriptorIndex {
         if entries.is_empty() || entries.len() > MAX_DESCRIPTOR_ENTRIES {
             return None;
         }
-        let (policy, bare) = walk(
+        let ((policy, pattern), bare) = walk(
             self.by_domain.get(domain),
             Some(&self.any_domain),
             entries,
@@ -103,6 +113,7 @@ impl DescriptorIndex {
         Some(DescriptorMatch {
             policy: policy.clone(),
             key: (bare != 0).then(|| key_of(entries, bare)),
+            pattern: *pattern,
         })
     }
 }
@@ -118,7 +129,7 @@ fn walk<'a>(
     entries: &[(&str, &str)],
     depth: usize,
     masks: (BareMask, BareMask),
-) -> Option<(&'a Arc<PolicyEntry>, BareMask)> {
+) -> Option<(&'a (Arc<PolicyEntry>, usize), BareMask)> {
     let Some(&(key, value)) = entries.get(depth) else {
         let here = |n: Option<&'a Node>| n.and_then(|n| n.policy.as_ref());
         return (here(domain).map(|p| (p, masks.0))).or_else(|| here(any).map(|p| (p, masks.1)));
@@ -209,6 +220,7 @@ mod tests {
                     .map(|p| DescriptorInput {
                         domain: p.domain.clone(),
                         entries: Some(p.entry_texts()),
+                        replaces: Some(crate::control::replace_texts(p)),
                     })
                     .collect(),
             ),

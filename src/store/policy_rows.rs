@@ -110,6 +110,8 @@ pub(super) struct StoredDescriptor {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     domain: Option<String>,
     entries: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    replaces: Vec<String>,
 }
 
 impl StoredDescriptor {
@@ -117,6 +119,7 @@ impl StoredDescriptor {
         Self {
             domain: d.domain.clone(),
             entries: d.entry_texts(),
+            replaces: d.replaces.iter().map(|n| n.as_str().to_owned()).collect(),
         }
     }
 }
@@ -143,6 +146,7 @@ pub(super) fn parse_descriptors(text: Option<&str>) -> anyhow::Result<Vec<Descri
                 &format!("descriptors[{i}]"),
                 d.domain.as_deref(),
                 &d.entries,
+                &d.replaces,
             )
             .map_err(|e| anyhow::anyhow!("{e}"))
         })

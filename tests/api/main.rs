@@ -8,6 +8,7 @@ mod acquire;
 mod acquire_all;
 mod admin_api;
 mod algorithms;
+mod blocked;
 mod cli;
 mod console;
 mod grpc;

@@ -19,7 +19,9 @@
 --          removed). A keyed policy's hash holds its config only: the global scripts refuse
 --          it (its buckets are keys of their own, decided by lua/keyed/).
 -- ARGV[11] optional mode: shadow (decide and count, but grant: the acquire scripts answer
---          code 3 where they would deny). Absent or "" means enforce (the field is removed).
+--          code 3 where they would deny) or block (kept for the console: the instances deny
+--          a blocked policy's acquires themselves, and a stale one's call is enforced here).
+--          Absent or "" means enforce (the field is removed).
 --
 -- Reply: 1 written; 0 nothing to do (same config already there, or a newer one: an
 -- instance with an older view never overwrites a newer one, so instances do not fight).
@@ -83,7 +85,7 @@ if not given(scope) then
 end
 
 local mode = ARGV[11]
-if given(mode) and mode ~= 'shadow' then
+if given(mode) and mode ~= 'shadow' and mode ~= 'block' then
   return redis.error_reply('ERR unknown mode: ' .. mode)
 end
 if not given(mode) then

@@ -184,6 +184,7 @@ pub struct PolicyRow {
     pub enabled: bool,
     /// In shadow mode: it denies no one (its would-be denials are on its page).
     pub shadow: bool,
+    pub blocked: bool,
     pub version: i64,
     pub live: LiveCells,
     /// Permits available over capacity (0 = at its limit); 2 when unknown, so those sort
@@ -254,6 +255,7 @@ impl PolicyRow {
             failure_mode: friendly_name(policy.failure_mode.as_str()),
             enabled: policy.enabled,
             shadow: policy.mode == crate::domain::Mode::Shadow,
+            blocked: policy.enabled && policy.mode == crate::domain::Mode::Block,
             version: policy.version,
             live,
             fullness,

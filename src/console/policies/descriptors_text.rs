@@ -4,13 +4,14 @@
 //! ```text
 //! edge: database=users, user_id
 //! generic_key=login
+//! example7: key_2=value_2, user=bkthomps; replaces specific_limit
 //! ```
 //!
 //! Lines are only split here; `control` checks each part and names it
 //! (`descriptors[1].entries[0]`), and the form shows that error by its line.
 
 use crate::control::{DescriptorInput, DescriptorView};
-use crate::domain::{FieldError, FieldErrors, split_line};
+use crate::domain::{FieldError, FieldErrors, split_line, split_replaces};
 
 /// The patterns written in `text`, each with the number of its line (blank lines are
 /// skipped).
@@ -19,10 +20,13 @@ pub fn parse(text: &str) -> Vec<(usize, DescriptorInput)> {
         .enumerate()
         .filter(|(_, line)| !line.trim().is_empty())
         .map(|(i, line)| {
+            let (line, replaces) = split_replaces(line);
             let (domain, entries) = split_line(line);
             let input = DescriptorInput {
                 domain: domain.map(str::to_owned),
                 entries: Some(entries.into_iter().map(str::to_owned).collect()),
+                replaces: (!replaces.is_empty())
+                    .then(|| replaces.into_iter().map(str::to_owned).collect()),
             };
             (i + 1, input)
         })
@@ -38,12 +42,17 @@ pub fn render(descriptors: &[DescriptorView]) -> String {
         .join("\n")
 }
 
-/// One pattern as a line: `edge: database=users, user_id`.
+/// One pattern as a line: `edge: database=users, user_id` (and `; replaces a, b`).
 pub fn render_line(d: &DescriptorView) -> String {
     let entries = d.entries.join(", ");
-    match &d.domain {
+    let pattern = match &d.domain {
         Some(domain) => format!("{domain}: {entries}"),
         None => entries,
+    };
+    if d.replaces.is_empty() {
+        pattern
+    } else {
+        format!("{pattern}; replaces {}", d.replaces.join(", "))
     }
 }
 
@@ -81,19 +90,23 @@ mod tests {
 
     #[test]
     fn lines_round_trip() {
-        let text = "edge: database=users, user_id\n\n  generic_key=login  ";
+        let text = "edge: database=users, user_id\n\n  generic_key=login  \nu=b; replaces p, q";
         let parsed = parse(text);
-        assert_eq!(parsed.iter().map(|(l, _)| *l).collect::<Vec<_>>(), [1, 3]);
+        assert_eq!(
+            parsed.iter().map(|(l, _)| *l).collect::<Vec<_>>(),
+            [1, 3, 4]
+        );
         let views: Vec<DescriptorView> = parsed
             .into_iter()
             .map(|(_, d)| DescriptorView {
                 domain: d.domain,
                 entries: d.entries.unwrap(),
+                replaces: d.replaces.unwrap_or_default(),
             })
             .collect();
         assert_eq!(
             render(&views),
-            "edge: database=users, user_id\ngeneric_key=login"
+            "edge: database=users, user_id\ngeneric_key=login\nu=b; replaces p, q"
         );
     }
 

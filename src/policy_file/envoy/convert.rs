@@ -1,7 +1,7 @@
 //! The walk over an Envoy config's tree: each descriptor with a `rate_limit` becomes a
 //! policy whose pattern is the path of keys (and values) down to it.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use crate::domain::{
     AppSlug, DescriptorEntry, MAX_CAPACITY, MAX_DESCRIPTOR_ENTRIES, SHARED_PREFIX,
@@ -68,8 +68,40 @@ pub(super) fn convert(
         policies: Vec::new(),
     };
     let mut taken = HashSet::new();
-    for (f, leaf) in &leaves {
-        let policy = leaf.policy(&mut taken, allowed);
+    let mut policies: Vec<_> = leaves
+        .iter()
+        .map(|(_, leaf)| leaf.policy(&mut taken, allowed))
+        .collect();
+    // A rate limit's `name` (unique in its domain) is its policy's name, once made unique.
+    let by_name: HashMap<(&str, &str), String> = leaves
+        .iter()
+        .zip(&policies)
+        .filter_map(|((_, leaf), p)| {
+            Some((
+                (leaf.domain.as_str(), leaf.name.as_deref()?),
+                p.name.clone(),
+            ))
+        })
+        .collect();
+    for ((f, leaf), policy) in leaves.iter().zip(policies.iter_mut()) {
+        for (name, line) in &leaf.replaces {
+            match by_name.get(&(leaf.domain.as_str(), name.as_str())) {
+                Some(replaced) => policy.descriptors[0].replaces.push(replaced.clone()),
+                None => errors.push((
+                    files[*f].0.clone(),
+                    EnvoyError {
+                        document: leaf.document,
+                        line: *line,
+                        message: format!(
+                            "`replaces` names `{name}`, which no rate limit of domain {} is called",
+                            leaf.domain
+                        ),
+                    },
+                )),
+            }
+        }
+    }
+    for ((f, leaf), policy) in leaves.iter().zip(policies) {
         // The same checks as a policy file's: what is printed applies.
         if let Err(found) = checked(&document, &policy) {
             for (field, message) in found {
@@ -103,6 +135,14 @@ fn refused(refusal: Refusal) -> EnvoyError {
             message,
         },
     }
+}
+
+/// A `rate_limit` mapping read: its limit, its `name`, and the names it replaces (each
+/// with its line).
+struct RateLimitParts {
+    limit: Limit,
+    name: Option<String>,
+    replaces: Vec<(String, usize)>,
 }
 
 struct Walk {
@@ -320,14 +360,18 @@ impl Walk {
             return Some(entry);
         }
         if let Some((limit_node, line)) = rate_limit
-            && let Some((limit, name)) = self.rate_limit(limit_node, line)
+            && let Some(parts) = self.rate_limit(limit_node, line)
         {
+            if shadow && parts.limit.blocks() {
+                self.error_at(line, "`shadow_mode` on a limit of 0 has no ratekeeper equivalent: a blocked policy denies, a shadow one never does");
+            }
             self.leaves.push(Leaf {
                 domain: domain.to_owned(),
                 path: here.clone(),
-                limit,
+                limit: parts.limit,
                 shadow,
-                name,
+                name: parts.name,
+                replaces: parts.replaces,
                 document: self.document,
                 line,
             });
@@ -340,26 +384,71 @@ impl Walk {
 
     /// A `rate_limit` mapping; `at` is its key's line, where errors about it as a whole
     /// point.
-    fn rate_limit(&mut self, node: &Node, at: usize) -> Option<(Limit, Option<String>)> {
+    fn rate_limit(&mut self, node: &Node, at: usize) -> Option<RateLimitParts> {
         let fields = self.fields(
             node,
             "a rate limit: a mapping with `unit` and `requests_per_unit`, or `unlimited: true`",
         )?;
         let (mut unit, mut requests, mut unlimited, mut name) = (None, None, false, None);
+        let mut replaces = Vec::new();
         for (field, line, v) in fields {
             match field {
                 "unit" => unit = self.text(v, "unit").map(|u| (u, v)),
                 "requests_per_unit" => requests = Some(v),
                 "unlimited" => unlimited = self.flag(v, "unlimited"),
                 "name" => name = self.text(v, "name"),
-                "replaces" => {
-                    if !v.is_null() && v.value != Value::List(Vec::new()) {
-                        self.error(v, "`replaces` has no ratekeeper equivalent: each descriptor of a request is decided on its own");
-                    }
-                }
+                "replaces" => replaces = self.replaces(v),
                 other => self.error_at(line, format!("unknown field `{other}` of a rate limit")),
             }
         }
+        let limit = self.limit(at, unit, requests, unlimited)?;
+        Some(RateLimitParts {
+            limit,
+            name,
+            replaces,
+        })
+    }
+
+    /// `replaces: [{name: ...}, ...]`: the names, each with its line.
+    fn replaces(&mut self, node: &Node) -> Vec<(String, usize)> {
+        let items = match &node.value {
+            Value::List(items) => items,
+            _ if node.is_null() => return Vec::new(),
+            _ => {
+                self.error(node, "`replaces` must be a list of `- name: ...`");
+                return Vec::new();
+            }
+        };
+        let mut names = Vec::new();
+        for item in items {
+            let Some(fields) = self.fields(item, "a replaced limit: a mapping with `name`") else {
+                continue;
+            };
+            let mut name = None;
+            for (field, line, v) in fields {
+                match field {
+                    "name" => name = self.text(v, "name").map(|n| (n, v.line)),
+                    other => {
+                        self.error_at(line, format!("unknown field `{other}` of a replaced limit"));
+                    }
+                }
+            }
+            match name {
+                Some(found) => names.push(found),
+                None => self.error(item, "a replaced limit needs its `name`"),
+            }
+        }
+        names
+    }
+
+    /// The limit of a rate limit's fields; `at` is the rate limit's line.
+    fn limit(
+        &mut self,
+        at: usize,
+        unit: Option<(String, &Node)>,
+        requests: Option<&Node>,
+        unlimited: bool,
+    ) -> Option<Limit> {
         if unlimited {
             if unit.is_some() || requests.is_some() {
                 self.error_at(
@@ -368,7 +457,7 @@ impl Walk {
                 );
                 return None;
             }
-            return Some((Limit::Unlimited, name));
+            return Some(Limit::Unlimited);
         }
         let Some((unit, unit_at)) = unit else {
             self.error_at(
@@ -393,11 +482,8 @@ impl Walk {
             return None;
         };
         let requests = match requests_at.scalar().map(str::parse::<i64>) {
-            Some(Ok(n)) if (1..=MAX_CAPACITY).contains(&n) => n,
-            Some(Ok(0)) => {
-                self.error(requests_at, "`requests_per_unit: 0` (deny every request) has no ratekeeper equivalent: a policy grants at least 1");
-                return None;
-            }
+            // 0 denies every request: a blocked policy.
+            Some(Ok(n)) if (0..=MAX_CAPACITY).contains(&n) => n,
             _ => {
                 self.error(
                     requests_at,
@@ -406,6 +492,6 @@ impl Walk {
                 return None;
             }
         };
-        Some((Limit::Every { requests, unit }, name))
+        Some(Limit::Every { requests, unit })
     }
 }

@@ -13,10 +13,18 @@ const LONGEST_WINDOW_S: i64 = 86_400;
 
 pub(super) enum Limit {
     Unlimited,
+    /// `requests` per unit; 0 denies every request (a blocked policy).
     Every {
         requests: i64,
         unit: (&'static str, i64),
     },
+}
+
+impl Limit {
+    /// A limit of 0: nothing passes.
+    pub(super) fn blocks(&self) -> bool {
+        matches!(self, Self::Every { requests: 0, .. })
+    }
 }
 
 /// One descriptor with a rate limit: the policy it becomes.
@@ -26,6 +34,8 @@ pub(super) struct Leaf {
     pub(super) limit: Limit,
     pub(super) shadow: bool,
     pub(super) name: Option<String>,
+    /// The `name`s of the rate limits it replaces, each with its line.
+    pub(super) replaces: Vec<(String, usize)>,
     pub(super) document: usize,
     pub(super) line: usize,
 }
@@ -52,6 +62,17 @@ impl Leaf {
                 Some(Amount::Text("1s".into())),
                 "unlimited: granted without counting (disabled)".to_owned(),
             ),
+            // Blocked: the window keeps the unit, which a gateway sees in `current_limit`.
+            Limit::Every {
+                requests: 0,
+                unit: (unit, seconds),
+            } => (
+                "fixed_window",
+                None,
+                1,
+                Some(window_of(unit, *seconds)),
+                format!("0 per {unit}: every request denied (blocked)"),
+            ),
             Limit::Every {
                 requests,
                 unit: (unit, seconds),
@@ -59,7 +80,7 @@ impl Leaf {
                 "fixed_window",
                 None,
                 *requests,
-                Some(Amount::Text(format!("1{}", &unit[..1]))),
+                Some(window_of(unit, *seconds)),
                 format!("{requests} per {unit}"),
             ),
             Limit::Every {
@@ -91,14 +112,34 @@ impl Leaf {
             allowed_apps: Some(allowed.to_vec()),
             failure_mode: None,
             enabled: Some(!matches!(self.limit, Limit::Unlimited)),
-            mode: Some(if self.shadow { "shadow" } else { "enforce" }.to_owned()),
+            mode: Some(
+                if self.limit.blocks() {
+                    "block"
+                } else if self.shadow {
+                    "shadow"
+                } else {
+                    "enforce"
+                }
+                .to_owned(),
+            ),
             description: Some(description.chars().take(1000).collect()),
             overrides: Vec::new(),
             descriptors: vec![FileDescriptor {
                 domain: Some(self.domain.clone()),
                 entries,
+                replaces: Vec::new(),
             }],
         }
+    }
+}
+
+/// The window of a blocked limit: its unit, or a day for the longer units (a window is a
+/// day at most; nothing is counted in it anyway).
+fn window_of(unit: &str, seconds: i64) -> Amount {
+    if seconds <= LONGEST_WINDOW_S {
+        Amount::Text(format!("1{}", &unit[..1]))
+    } else {
+        Amount::Text("1d".into())
     }
 }
 

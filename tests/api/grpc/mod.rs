@@ -7,6 +7,7 @@ mod auth;
 mod conventions;
 mod outages;
 mod patterns;
+mod replaces_and_blocks;
 mod shared_with_http;
 mod shutdown;
 

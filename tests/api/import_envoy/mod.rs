@@ -1,7 +1,7 @@
 //! `ratekeeper policies import-envoy`: every example config of envoyproxy/ratelimit's
 //! README (tests/fixtures/envoy) converted, the policies checked, and the output applied
-//! to a real server as a policy file; what has no ratekeeper equivalent refused with its
-//! line.
+//! to a real server as a policy file; what has no ratekeeper equivalent (the `refused_`
+//! fixtures) refused with its line.
 
 use std::process::Command;
 
@@ -28,9 +28,14 @@ fn convert(names: &[&str]) -> Result<AppDocument, EnvoyErrors> {
 }
 
 /// A policy as the test compares it: name, scope, algorithm, max_permits, window,
-/// enabled, mode, and its pattern as a line (`domain: entries`).
+/// enabled, mode, and its pattern as a line (`domain: entries`, then `; replaces names`).
 fn summary(p: &FilePolicy) -> Value {
     let d = &p.descriptors[0];
+    let replaces = if d.replaces.is_empty() {
+        String::new()
+    } else {
+        format!("; replaces {}", d.replaces.join(", "))
+    };
     json!([
         p.name,
         p.scope,
@@ -39,7 +44,11 @@ fn summary(p: &FilePolicy) -> Value {
         serde_json::to_value(&p.window).unwrap(),
         p.enabled,
         p.mode,
-        format!("{}: {}", d.domain.as_deref().unwrap(), d.entries.join(", ")),
+        format!(
+            "{}: {}{replaces}",
+            d.domain.as_deref().unwrap(),
+            d.entries.join(", ")
+        ),
     ])
 }
 
@@ -99,6 +108,56 @@ fn without_wildcards() -> Vec<(&'static str, Value)> {
                     true,
                     "enforce",
                     "messaging: to_number"
+                ]
+            ]),
+        ),
+        (
+            "example3_edge_proxy_per_ip.yaml",
+            json!([
+                [
+                    "edge_proxy_per_ip/remote_address",
+                    "per_key",
+                    "fixed_window",
+                    10,
+                    "1s",
+                    true,
+                    "enforce",
+                    "edge_proxy_per_ip: remote_address"
+                ],
+                [
+                    "edge_proxy_per_ip/remote_address:50.0.0.5",
+                    "global",
+                    "fixed_window",
+                    1,
+                    "1s",
+                    true,
+                    "block",
+                    "edge_proxy_per_ip: remote_address=50.0.0.5"
+                ]
+            ]),
+        ),
+        (
+            "example7_replaces.yaml",
+            json!([
+                [
+                    "specific_limit",
+                    "global",
+                    "fixed_window",
+                    5,
+                    "1s",
+                    true,
+                    "enforce",
+                    "example7: key_1=value_1, user=bkthomps"
+                ],
+                [
+                    "example7/key_2:value_2/user:bkthomps",
+                    "global",
+                    "fixed_window",
+                    10,
+                    "1s",
+                    true,
+                    "enforce",
+                    "example7: key_2=value_2, user=bkthomps; replaces specific_limit"
                 ]
             ]),
         ),
@@ -219,17 +278,17 @@ fn without_wildcards() -> Vec<(&'static str, Value)> {
     ]
 }
 
-/// The examples refused, and a line of theirs the error names with words it says.
+/// The configs refused, and a line of theirs the error names with words it says.
 const REFUSED: [(&str, &str, &str); 2] = [
     (
-        "example3_edge_proxy_per_ip.yaml",
-        "requests_per_unit: 0",
-        "no ratekeeper equivalent",
+        "refused_shadow_of_zero.yaml",
+        "rate_limit:",
+        "`shadow_mode` on a limit of 0 has no ratekeeper equivalent",
     ),
     (
-        "example7_replaces.yaml",
-        "- name: specific_limit",
-        "`replaces` has no ratekeeper equivalent",
+        "refused_unknown_replaces.yaml",
+        "- name: no_such_limit",
+        "`replaces` names `no_such_limit`, which no rate limit of domain example7 is called",
     ),
 ];
 
@@ -296,28 +355,22 @@ async fn what_converts_applies_to_a_server_and_the_binary_prints_it() {
             "{name}: {again}"
         );
     }
-    let stored = expect_status(
-        app.get(
-            "/api/v1/policies/messaging%2Fmessage_type:marketing%2Fto_number",
-            &app.admin_token,
-        )
-        .await,
-        StatusCode::OK,
-    )
-    .await;
+    let stored = stored_policy(&app, "messaging/message_type:marketing/to_number").await;
     assert_eq!(stored["scope"], "per_key");
     assert_eq!(stored["window_ms"], 86_400_000);
     assert_eq!(
         stored["descriptors"],
         json!([{"domain": "messaging", "entries": ["message_type=marketing", "to_number"]}])
     );
-    let ldap = expect_status(
-        app.get("/api/v1/policies/internal%2Fldap", &app.admin_token)
-            .await,
-        StatusCode::OK,
-    )
-    .await;
+    let ldap = stored_policy(&app, "internal/ldap").await;
     assert_eq!(ldap["enabled"], false);
+    let blocked = stored_policy(&app, "edge_proxy_per_ip/remote_address:50.0.0.5").await;
+    assert_eq!(blocked["mode"], "block");
+    let replacing = stored_policy(&app, "example7/key_2:value_2/user:bkthomps").await;
+    assert_eq!(
+        replacing["descriptors"][0]["replaces"],
+        json!(["specific_limit"])
+    );
 
     // The binary prints the same file, and refuses a bad one naming file and line.
     let run = |args: &[&str]| {
@@ -345,15 +398,21 @@ async fn what_converts_applies_to_a_server_and_the_binary_prints_it() {
         String::from_utf8(out.stdout).unwrap(),
         serde_norway::to_string(&both).unwrap()
     );
-    let out = run(&["example3_edge_proxy_per_ip.yaml", "--app", "shop"]);
+    let out = run(&["refused_shadow_of_zero.yaml", "--app", "shop"]);
     assert!(!out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
-        stderr.contains("example3_edge_proxy_per_ip.yaml: document 1, line 13:"),
+        stderr.contains("refused_shadow_of_zero.yaml: document 1, line 8:"),
         "{stderr}"
     );
     let out = run(&["example1_mongo_cps.yaml"]);
     assert!(!out.status.success(), "--app is required");
+}
+
+/// A policy as the admin API answers it (its name's slashes escaped in the path).
+async fn stored_policy(app: &TestApp, name: &str) -> Value {
+    let path = format!("/api/v1/policies/{}", name.replace('/', "%2F"));
+    expect_status(app.get(&path, &app.admin_token).await, StatusCode::OK).await
 }
 
 async fn apply(app: &TestApp, query: &str, file: &str) -> reqwest::Response {

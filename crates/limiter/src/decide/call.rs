@@ -100,7 +100,9 @@ impl AcquireCall {
     pub fn keyed(limiter: &Limiter, bucket: &KeyedBucket<'_>, permits: i64, app: &AppSlug) -> Self {
         let gate = match (bucket.policy.enabled, bucket.policy.mode) {
             (false, _) => Gate::Closed,
-            (true, Mode::Enforce) => Gate::Enforce,
+            // A blocked policy is denied by the instance and never reaches here; should a
+            // stale caller send it, Redis enforces the limit as it stands.
+            (true, Mode::Enforce | Mode::Block) => Gate::Enforce,
             (true, Mode::Shadow) => Gate::Shadow,
         };
         Self::keyed_gated(limiter, bucket, permits, app, gate)

@@ -17,12 +17,14 @@ pub enum Decision {
     Unenforced,
     /// The policy is in shadow mode and would have denied: granted, nothing consumed.
     ShadowDenied,
+    /// The policy blocks every request (mode `block`): denied by the instance, without Redis.
+    Blocked,
 }
 
 impl Decision {
     /// Whether the client may go ahead.
     pub fn allowed(self) -> bool {
-        self != Self::Denied
+        !matches!(self, Self::Denied | Self::Blocked)
     }
 }
 

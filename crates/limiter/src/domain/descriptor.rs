@@ -7,7 +7,7 @@
 //! `share_threshold: true`). A pattern may name the Envoy `domain` it belongs to; without one it matches
 //! in every domain.
 
-use super::{FieldError, FieldErrors};
+use super::{FieldError, FieldErrors, PolicyName};
 
 /// Most patterns one policy may declare.
 pub const MAX_DESCRIPTORS: usize = 16;
@@ -17,6 +17,12 @@ pub const MAX_DESCRIPTOR_ENTRIES: usize = 8;
 pub const MAX_DESCRIPTOR_KEY_CHARS: usize = 64;
 /// Longest exact value, in bytes of UTF-8.
 pub const MAX_DESCRIPTOR_VALUE_BYTES: usize = 256;
+/// Most policies one pattern may replace.
+pub const MAX_REPLACES: usize = 8;
+
+/// What separates a pattern's entries from the policies it replaces, in the console's
+/// one-line form: `edge: user=bkthomps; replaces specific_limit`.
+pub const REPLACES_SEPARATOR: &str = "; replaces ";
 
 /// The characters of an entry's key and of a domain, as the OpenAPI pattern says them.
 pub const DESCRIPTOR_KEY_PATTERN: &str = "^[A-Za-z0-9_.:-]{1,64}$";
@@ -105,11 +111,15 @@ impl std::fmt::Display for DescriptorEntry {
     }
 }
 
-/// A whole pattern: its domain (any when `None`) and 1 to 8 entries.
+/// A whole pattern: its domain (any when `None`), 1 to 8 entries, and the policies it
+/// replaces (envoyproxy/ratelimit's `replaces`): when a descriptor of a gateway's request
+/// matches this pattern, the descriptors of the same request that reach one of those
+/// policies are not limited by it.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct DescriptorPattern {
     pub domain: Option<String>,
     pub entries: Vec<DescriptorEntry>,
+    pub replaces: Vec<PolicyName>,
 }
 
 impl DescriptorPattern {
@@ -119,6 +129,7 @@ impl DescriptorPattern {
         field: &str,
         domain: Option<&str>,
         entries: &[String],
+        replaces: &[String],
     ) -> Result<Self, FieldErrors> {
         let mut errors = FieldErrors::default();
         let domain = domain
@@ -140,10 +151,28 @@ impl DescriptorPattern {
                 ))
             })
             .collect();
+        if replaces.len() > MAX_REPLACES {
+            errors.push(
+                format!("{field}.replaces"),
+                format!("must list at most {MAX_REPLACES} policies"),
+            );
+        }
+        let mut replaced: Vec<PolicyName> = Vec::with_capacity(replaces.len());
+        for (j, name) in replaces.iter().enumerate() {
+            let at = format!("{field}.replaces[{j}]");
+            if let Some(name) = errors.check(PolicyName::parse_field(&at, name)) {
+                if replaced.contains(&name) {
+                    errors.push(at, format!("repeats {:?}", name.as_str()));
+                } else {
+                    replaced.push(name);
+                }
+            }
+        }
         errors.into_result()?;
         Ok(Self {
             domain,
             entries: parsed,
+            replaces: replaced,
         })
     }
 
@@ -151,9 +180,11 @@ impl DescriptorPattern {
     /// the `domain:` part. The first `:` followed by a space (or ending the text before
     /// the entries) separates the domain, since keys may hold a `:` themselves.
     pub fn parse_line(field: &str, line: &str) -> Result<Self, FieldErrors> {
+        let (line, replaces) = split_replaces(line);
+        let replaces: Vec<String> = replaces.into_iter().map(str::to_owned).collect();
         let (domain, entries) = split_line(line);
         let entries: Vec<String> = entries.into_iter().map(str::to_owned).collect();
-        Self::parse_field(field, domain, &entries)
+        Self::parse_field(field, domain, &entries, &replaces)
     }
 
     /// Some entry puts the request's value in the bucket key (a bare or per-value
@@ -180,7 +211,27 @@ impl std::fmt::Display for DescriptorPattern {
             }
             write!(f, "{entry}")?;
         }
+        for (i, name) in self.replaces.iter().enumerate() {
+            f.write_str(if i == 0 { REPLACES_SEPARATOR } else { ", " })?;
+            f.write_str(name.as_str())?;
+        }
         Ok(())
+    }
+}
+
+/// A line as the console writes a pattern, split into the pattern and the names of the
+/// policies it replaces, unchecked: the last `;` starts them when the word `replaces`
+/// follows it (`user=bkthomps; replaces a, b`), so a value may still hold a `;`.
+pub fn split_replaces(line: &str) -> (&str, Vec<&str>) {
+    let replacing = line.rsplit_once(';').and_then(|(pattern, tail)| {
+        let names = tail.trim_start().strip_prefix("replaces")?;
+        names
+            .starts_with(char::is_whitespace)
+            .then_some((pattern, names))
+    });
+    match replacing {
+        Some((pattern, names)) => (pattern, names.split(',').map(str::trim).collect()),
+        None => (line, Vec::new()),
     }
 }
 
@@ -268,6 +319,7 @@ mod tests {
             "descriptors[1]",
             Some("bad domain"),
             &entries(&["ok", "no spaces=x", "k="]),
+            &entries(&["fine", "not a name", "fine"]),
         )
         .unwrap_err();
         let fields: Vec<&str> = errors.0.iter().map(|e| e.field.as_str()).collect();
@@ -276,12 +328,16 @@ mod tests {
             [
                 "descriptors[1].domain",
                 "descriptors[1].entries[1]",
-                "descriptors[1].entries[2]"
+                "descriptors[1].entries[2]",
+                "descriptors[1].replaces[1]",
+                "descriptors[1].replaces[2]"
             ]
         );
-        let none = DescriptorPattern::parse_field("d", None, &[]).unwrap_err();
+        let none = DescriptorPattern::parse_field("d", None, &[], &[]).unwrap_err();
         assert_eq!(none.0[0].field, "d.entries");
-        assert!(DescriptorPattern::parse_field("d", None, &entries(&["k"; 9])).is_err());
+        assert!(DescriptorPattern::parse_field("d", None, &entries(&["k"; 9]), &[]).is_err());
+        let many = DescriptorPattern::parse_field("d", None, &entries(&["k"]), &entries(&["p"; 9]));
+        assert_eq!(many.unwrap_err().0[0].field, "d.replaces");
     }
 
     #[test]
@@ -292,6 +348,8 @@ mod tests {
             "a:b=c:d, e",
             "x: k=v: w",
             "example11: shared files=files/*, files_no_share=files_no_share/*",
+            "example7: key_2=value_2, user=bkthomps; replaces specific_limit",
+            "user; replaces a.b, c/d",
         ] {
             let pattern = DescriptorPattern::parse_line("d", line).unwrap();
             assert_eq!(pattern.to_string(), line);
@@ -299,6 +357,9 @@ mod tests {
         let p = DescriptorPattern::parse_line("d", "  edge:  generic_key=x ,user ").unwrap();
         assert_eq!(p.domain.as_deref(), Some("edge"));
         assert_eq!(p.entry_texts(), ["generic_key=x", "user"]);
+        let replacing = DescriptorPattern::parse_line("d", "k=v;replaces  p ,q").unwrap();
+        assert_eq!(replacing.entry_texts(), ["k=v"]);
+        assert_eq!(replacing.replaces.len(), 2);
         let keyed = DescriptorPattern::parse_line("d", "a:b=c:d, e").unwrap();
         assert_eq!(keyed.domain, None, "a key may hold a colon");
         assert!(keyed.has_bare());

@@ -15,8 +15,8 @@ pub use algorithm::{Algorithm, MAX_MILLIS, Millis, Param};
 pub use amounts::{CheckOrPermits, MAX_CAPACITY, MAX_RATE, MIN_RATE, MaxPermits, Permits, Rate};
 pub use descriptor::{
     DESCRIPTOR_KEY_PATTERN, DescriptorEntry, DescriptorPattern, MAX_DESCRIPTOR_ENTRIES,
-    MAX_DESCRIPTOR_KEY_CHARS, MAX_DESCRIPTOR_VALUE_BYTES, MAX_DESCRIPTORS, SHARED_PREFIX,
-    split_line,
+    MAX_DESCRIPTOR_KEY_CHARS, MAX_DESCRIPTOR_VALUE_BYTES, MAX_DESCRIPTORS, MAX_REPLACES,
+    SHARED_PREFIX, split_line, split_replaces,
 };
 pub use field_error::{FieldError, FieldErrors};
 pub use names::{AppSlug, PolicyName, Username};

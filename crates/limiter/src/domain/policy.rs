@@ -49,6 +49,10 @@ pub enum Mode {
     /// `"shadow_denied": true` where it would have been denied: a new limit can be watched
     /// on real traffic before it bites.
     Shadow,
+    /// Deny every request, deciding nothing in Redis: a blocklist entry (Envoy's limit of 0)
+    /// or a brake an owner pulls in an incident. The limit's own fields are kept for when the
+    /// policy is enforced again.
+    Block,
 }
 
 impl Mode {
@@ -56,6 +60,7 @@ impl Mode {
         match self {
             Self::Enforce => "enforce",
             Self::Shadow => "shadow",
+            Self::Block => "block",
         }
     }
 
@@ -63,7 +68,11 @@ impl Mode {
         match value {
             "enforce" => Ok(Self::Enforce),
             "shadow" => Ok(Self::Shadow),
-            _ => Err(FieldError::new(field, "must be \"enforce\" or \"shadow\"")),
+            "block" => Ok(Self::Block),
+            _ => Err(FieldError::new(
+                field,
+                "must be \"enforce\", \"shadow\" or \"block\"",
+            )),
         }
     }
 }
@@ -131,5 +140,6 @@ mod tests {
         assert!(FailureMode::parse_field("failure_mode", "x").is_err());
         assert_eq!(Mode::parse_field("mode", "shadow"), Ok(Mode::Shadow));
         assert!(Mode::parse_field("mode", "Shadow").is_err());
+        assert_eq!(Mode::parse_field("mode", "block"), Ok(Mode::Block));
     }
 }

@@ -73,7 +73,7 @@ impl Limiter {
             // Nor the default mode.
             .arg(match config.mode {
                 Mode::Enforce => "",
-                Mode::Shadow => Mode::Shadow.as_str(),
+                other => other.as_str(),
             });
         invocation
     }
