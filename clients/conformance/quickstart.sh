@@ -70,7 +70,7 @@ else
     redis_prefix="rkquickstart-$lang-$(python3 -c 'import secrets; print(secrets.token_hex(4))')"
 fi
 
-tmp="$(mktemp -d "${TMPDIR:-/tmp}/rk-quickstart-XXXXXX")"
+tmp="$(mktemp -d -t rk-quickstart-XXXXXX)"
 server_pid=""
 cleanup() {
     if [[ -n $server_pid ]]; then

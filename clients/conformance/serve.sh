@@ -77,7 +77,7 @@ if [[ -n ${RK_TEST_RUN:-} ]]; then
 else
     redis_prefix="rkclients-$random"
 fi
-dir="$(mktemp -d "${TMPDIR:-/tmp}/rk-conformance-XXXXXX")"
+dir="$(mktemp -d -t rk-conformance-XXXXXX)"
 server_pid=""
 started=""
 # Anything that fails before the end leaves nothing behind: no server, no keys, no dir.
