@@ -18,7 +18,8 @@
 #   RK_CONFORMANCE_SCENARIOS the scenarios (default clients/conformance/scenarios)
 #   RK_CONFORMANCE_READY_TRIES  how many times to poll /readyz, 0.1 s apart (default 300)
 # The directory holds the fixtures, `server.log`, the database and `env` (the two lines
-# printed, plus RK_CONFORMANCE_REDIS_PREFIX and RK_CONFORMANCE_URL, for `source`).
+# printed, plus RK_CONFORMANCE_URL, RK_CONFORMANCE_REDIS_PREFIX and the pid of the process
+# holding the unreachable port, RK_CONFORMANCE_HOLDER_PID, for `source`).
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -33,7 +34,7 @@ die() {
 
 # stop DIR: the server of DIR (its pid from DIR/env), its Redis keys, then DIR.
 stop() {
-    local dir=$1 pid prefix
+    local dir=$1 pid prefix holder
     [[ -f $dir/env ]] || die "$dir is not a directory this script made (no env file in it)"
     pid="$(sed -n 's/^RK_CONFORMANCE_PID=//p' "$dir/env")"
     prefix="$(sed -n 's/^RK_CONFORMANCE_REDIS_PREFIX=//p' "$dir/env")"
@@ -45,6 +46,10 @@ stop() {
             sleep 0.1
         done
         kill -0 "$pid" 2>/dev/null && kill -9 "$pid" 2>/dev/null || true
+    fi
+    holder="$(sed -n 's/^RK_CONFORMANCE_HOLDER_PID=//p' "$dir/env")"
+    if [[ $holder =~ ^[0-9]+$ ]]; then
+        kill "$holder" 2>/dev/null || true
     fi
     if [[ $prefix == rk* ]] && command -v redis-cli >/dev/null 2>&1; then
         timeout 60 redis-cli -u "$REDIS_URL" --scan --pattern "$prefix*" 2>/dev/null |
@@ -79,11 +84,13 @@ else
 fi
 dir="$(mktemp -d -t rk-conformance-XXXXXX)"
 server_pid=""
+holder_pid=""
 started=""
 # Anything that fails before the end leaves nothing behind: no server, no keys, no dir.
 abandon() {
     if [[ -z $started ]]; then
-        printf 'RK_CONFORMANCE_PID=%s\nRK_CONFORMANCE_REDIS_PREFIX=%s\n' "$server_pid" "$redis_prefix" >"$dir/env"
+        printf 'RK_CONFORMANCE_PID=%s\nRK_CONFORMANCE_HOLDER_PID=%s\nRK_CONFORMANCE_REDIS_PREFIX=%s\n' \
+            "$server_pid" "$holder_pid" "$redis_prefix" >"$dir/env"
         stop "$dir"
     fi
 }
@@ -145,9 +152,22 @@ done
 }
 url="http://$address"
 
-# A loopback port where nothing listens: bound by the kernel's choice, then closed.
-unreachable_port="$(python3 -c 'import socket
-s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()')"
+# A loopback port where nothing listens: bound (by the kernel's choice) and held, never
+# listened on, by a process of its own until --stop, so that no other server can take it
+# meanwhile; a connection to it is refused.
+nohup python3 -c 'import signal, socket, sys
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+open(sys.argv[1], "w").write(str(s.getsockname()[1]))
+signal.pause()' "$dir/unreachable_port" >/dev/null 2>&1 </dev/null &
+holder_pid=$!
+unreachable_port=""
+for _ in $(seq 1 100); do
+    unreachable_port="$(cat "$dir/unreachable_port" 2>/dev/null || true)"
+    [[ -n $unreachable_port ]] && break
+    sleep 0.05
+done
+[[ $unreachable_port =~ ^[0-9]+$ ]] || die "could not hold a free port for unreachable_url"
 
 timeout 300 python3 "$here/setup_fixtures.py" --url "$url" --token "$token" \
     --scenarios "$SCENARIOS" --out "$dir" --unreachable-url "http://127.0.0.1:$unreachable_port" "$@" >&2
@@ -155,6 +175,7 @@ timeout 300 python3 "$here/setup_fixtures.py" --url "$url" --token "$token" \
 {
     printf 'RK_CONFORMANCE_DIR=%s\n' "$dir"
     printf 'RK_CONFORMANCE_PID=%s\n' "$server_pid"
+    printf 'RK_CONFORMANCE_HOLDER_PID=%s\n' "$holder_pid"
     printf 'RK_CONFORMANCE_URL=%s\n' "$url"
     printf 'RK_CONFORMANCE_REDIS_PREFIX=%s\n' "$redis_prefix"
 } >"$dir/env"
