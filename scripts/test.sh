@@ -64,6 +64,11 @@ count_fuzz() {
 count_envoy() {
     awk '/^envoy: tests: / { p += $3; f += $5 } END { print p + 0, f + 0 }' "$1"
 }
+# count_clients LOG: scripts/clients.sh's closing count of its tests (each library's, and
+# the quick starts).
+count_clients() {
+    awk '/^clients: tests: / { p += $3; f += $5 } END { print p + 0, f + 0 }' "$1"
+}
 # count_node LOG: node --test's summary ("ℹ pass N", "ℹ fail N", "ℹ cancelled N").
 count_node() {
     awk '$2 == "pass" && $3 ~ /^[0-9]+$/ { p += $3 }
@@ -267,13 +272,16 @@ bin="$(cd "${CARGO_TARGET_DIR:-target}" && pwd)/debug/ratekeeper"
     echo "test: no server binary at $bin after cargo test" >&2
     exit 1
 }
-export RK_FUZZ_BIN="$bin" RK_E2E_BIN="$bin" RK_ENVOY_BIN="$bin"
+export RK_FUZZ_BIN="$bin" RK_E2E_BIN="$bin" RK_ENVOY_BIN="$bin" RK_CLIENTS_BIN="$bin"
 
 step "fuzz both APIs from their OpenAPI document (schemathesis): no 5xx"
 run_stage fuzz count_fuzz scripts/fuzz.sh
 
 step "Envoy's rate limit service asked by Envoy's own messages (envoy-data-plane): scripts/envoy_client.sh"
 run_stage envoy count_envoy scripts/envoy_client.sh
+
+step "client libraries (clients/*): their checks, the conformance scenarios and the quick starts: scripts/clients.sh"
+run_stage clients count_clients scripts/clients.sh
 
 step "browser tests of the console (headless Chromium): scripts/e2e.sh"
 run_stage e2e count_node scripts/e2e.sh
