@@ -163,8 +163,10 @@ class Core:
         body: dict[str, Any] = {"resource": resource, "permits": permits}
         if key is not None:
             body["key"] = key
+        slept = False
         while True:
-            decision = self.cache.lookup(resource, key, permits)
+            # After sleeping out a retry time, ask the server (not the cache) again.
+            decision = None if slept else self.cache.lookup(resource, key, permits)
             if decision is None:
                 outcome = yield from self.request("/v1/acquire", body, timeout_s)
                 if isinstance(outcome, Failure):
@@ -177,6 +179,7 @@ class Core:
             if pause is None:
                 return decision
             yield Sleep(pause)
+            slept = True
 
     def wait_pause(self, decision: Decision, wait_until: float) -> float | None:
         """How long to sleep before asking again, or ``None`` to answer the denial now."""
