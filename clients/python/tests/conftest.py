@@ -12,7 +12,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from rkserver import Server, find_binary, redis_reachable  # noqa: E402
+from rkserver import Server, find_binary, redis_reachable
 
 _names = itertools.count()
 
@@ -42,7 +42,7 @@ def live() -> Iterator[Live]:
     binary = find_binary()
     missing = None
     if binary is None:
-        missing = "no ratekeeper binary (set RATEKEEPER_BIN)"
+        missing = "no ratekeeper binary (set RK_CLIENTS_BIN)"
     elif not redis_reachable():
         missing = "no Redis reachable"
     if missing:

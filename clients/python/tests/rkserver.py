@@ -1,8 +1,8 @@
 """Start a real ratekeeper server for the tests, and set it up through its admin API.
 
-The binary is ``$RATEKEEPER_BIN``, else ``ratekeeper`` on ``PATH``, else the
+The binary is ``$RK_CLIENTS_BIN``, else ``ratekeeper`` on ``PATH``, else the
 repository's ``target/release`` or ``target/debug`` build. It needs Redis
-(``$RATEKEEPER_REDIS_URL``, default ``redis://127.0.0.1:6379``); the tests use a key
+(``$RK_TEST_REDIS_URL``, default ``redis://127.0.0.1:6379``); the tests use a key
 prefix of their own and a fresh SQLite database.
 """
 
@@ -27,7 +27,7 @@ ADMIN_PASSWORD = "pw-long-enough-123"
 
 
 def find_binary() -> str | None:
-    explicit = os.environ.get("RATEKEEPER_BIN")
+    explicit = os.environ.get("RK_CLIENTS_BIN")
     if explicit:
         return explicit if os.access(explicit, os.X_OK) else None
     on_path = shutil.which("ratekeeper")
@@ -40,8 +40,12 @@ def find_binary() -> str | None:
     return None
 
 
+def redis_url() -> str:
+    return os.environ.get("RK_TEST_REDIS_URL", "redis://127.0.0.1:6379")
+
+
 def redis_reachable() -> bool:
-    url = urlparse(os.environ.get("RATEKEEPER_REDIS_URL", "redis://127.0.0.1:6379").split(",")[0])
+    url = urlparse(redis_url().split(",")[0])
     try:
         with socket.create_connection((url.hostname or "127.0.0.1", url.port or 6379), 1):
             return True
@@ -56,14 +60,15 @@ class Server:
         self.binary = binary
         self.dir = tempfile.mkdtemp(prefix="rk-py-tests-")
         self.prefix = f"rkclient-py-{uuid.uuid4().hex[:10]}"
-        self.env = dict(os.environ)
+        # The server refuses RATEKEEPER_* variables it does not know: pass only ours.
+        self.env = {k: v for k, v in os.environ.items() if not k.startswith("RATEKEEPER_")}
         self.env.update(
+            RATEKEEPER_REDIS_URL=redis_url(),
             RATEKEEPER_LISTEN="127.0.0.1:0",
             RATEKEEPER_DATABASE_URL=f"sqlite://{self.dir}/rk.db?mode=rwc",
             RATEKEEPER_REDIS_PREFIX=self.prefix,
             RATEKEEPER_WORKERS="1",
         )
-        self.env.pop("RATEKEEPER_CONFIG", None)
         self.proc: subprocess.Popen[bytes] | None = None
         self.url = ""
         self.token = ""

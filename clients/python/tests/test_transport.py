@@ -31,9 +31,8 @@ def test_a_silent_server_gives_degraded_fail_closed_decisions() -> None:
         assert isinstance(err.value, ratekeeper.RatekeeperError)
         with pytest.raises(ratekeeper.TransportError):
             client.release("orders.create", "0" * 32)
-        with pytest.raises(ratekeeper.RateLimited) as denied:
-            with client.lease("jobs"):
-                pass
+        with pytest.raises(ratekeeper.RateLimited) as denied, client.lease("jobs"):
+            pass
         assert denied.value.decision.degraded
 
 
