@@ -54,7 +54,7 @@ def redis_reachable() -> bool:
 
 
 class Server:
-    """One ratekeeper process with an admin token, and helpers to make apps and policies."""
+    """One ratekeeper process with an admin token, and the calls that make apps and policies."""
 
     def __init__(self, binary: str) -> None:
         self.binary = binary
