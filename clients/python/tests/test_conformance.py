@@ -195,3 +195,8 @@ def test_scenario(path: Path) -> None:
     finally:
         scenario.close()
     assert not problems, "\n".join([scenario.data.get("description", ""), *problems])
+
+
+@pytest.mark.skipif(not FIXTURE, reason="RK_CONFORMANCE_FIXTURE is not set")
+def test_scenarios_are_there() -> None:
+    assert PATHS, f"no scenario (*.json) in {SCENARIOS}"
