@@ -1,5 +1,5 @@
 // Starts a real ratekeeper server for the tests that need one: the binary named by
-// RATEKEEPER_BIN, else the repository's target/debug/ratekeeper; Redis from
+// RK_RATEKEEPER_BIN, else the repository's target/debug/ratekeeper; Redis from
 // RK_TEST_REDIS_URL (default redis://127.0.0.1:6379), keys under a random prefix; SQLite in
 // a temporary directory. Without a binary or a reachable Redis, `startRealServer` answers
 // a reason to skip.
@@ -36,7 +36,7 @@ export function repoRoot(): string {
 }
 
 function binary(): string | undefined {
-  const fromEnv = process.env.RATEKEEPER_BIN;
+  const fromEnv = process.env.RK_RATEKEEPER_BIN;
   if (fromEnv) return fromEnv;
   const built = path.join(repoRoot(), "target", "debug", "ratekeeper");
   return existsSync(built) ? built : undefined;
@@ -61,7 +61,7 @@ function reachable(host: string, port: number): Promise<boolean> {
  */
 export async function startRealServer(policies: PolicySpec[]): Promise<RealServer | string> {
   const bin = binary();
-  if (bin === undefined) return "no ratekeeper binary (set RATEKEEPER_BIN)";
+  if (bin === undefined) return "no ratekeeper binary (set RK_RATEKEEPER_BIN)";
   const redisUrl = process.env.RK_TEST_REDIS_URL ?? "redis://127.0.0.1:6379";
   const redis = new URL(redisUrl);
   if (!(await reachable(redis.hostname, Number(redis.port || 6379)))) {
