@@ -216,7 +216,11 @@ export class Client {
    * Gives a `concurrency` lease back. Throws {@link NotFound} (`kind` `lease-not-held`) when
    * the lease is not held, {@link TransportError} when the server cannot be reached.
    */
-  async release(resource: string, leaseId: string, options: KeyOptions = {}): Promise<ReleaseResult> {
+  async release(
+    resource: string,
+    leaseId: string,
+    options: KeyOptions = {},
+  ): Promise<ReleaseResult> {
     const body: Record<string, unknown> = { resource, lease_id: leaseId };
     if (options.key !== undefined) body.key = options.key;
     const reply = await this.#send("/v1/release", body, options.timeoutMs);
@@ -303,7 +307,11 @@ export class Client {
     return this.toString();
   }
 
-  async #acquireOnce(resource: string, permits: number, options: AcquireOptions): Promise<Decision> {
+  async #acquireOnce(
+    resource: string,
+    permits: number,
+    options: AcquireOptions,
+  ): Promise<Decision> {
     const cached = this.denialCache.lookup(resource, options.key, permits);
     if (cached !== undefined) return cached;
     const body: Record<string, unknown> = { resource, permits };
@@ -427,7 +435,7 @@ function describe(err: unknown): string {
       parts.push(typeof code === "string" ? `${e.message} (${code})` : e.message);
       e = e.cause;
     } else {
-      parts.push(String(e));
+      parts.push(typeof e === "string" ? e : "unknown error");
       break;
     }
   }

@@ -2,7 +2,9 @@
  * The rate-limit headers of a reply, raw, by their canonical names: `RateLimit`,
  * `RateLimit-Policy` and `Retry-After`. A header the reply did not carry is absent.
  */
-export type RateLimitHeaders = Partial<Record<"RateLimit" | "RateLimit-Policy" | "Retry-After", string>>;
+export type RateLimitHeaders = Partial<
+  Record<"RateLimit" | "RateLimit-Policy" | "Retry-After", string>
+>;
 
 /** The answer to an acquire (or check, or refund): granted or not, and the numbers. */
 export interface Decision {

@@ -92,7 +92,8 @@ export class DenialCache {
     if (old !== undefined) {
       this.entries.delete(id);
       // A smaller denial is the stronger statement, while it lasts.
-      if (old.until > now && old.permits < permits && old.until >= entry.until) entry.permits = old.permits;
+      if (old.until > now && old.permits < permits && old.until >= entry.until)
+        entry.permits = old.permits;
     } else if (this.entries.size >= this.maxSize) {
       this.evict(now);
     }

@@ -9,7 +9,11 @@ export interface MiddlewareResponse {
 }
 
 /** `(req, res, next)`, as Express and Connect call it. */
-export type Middleware<Req> = (req: Req, res: MiddlewareResponse, next: (err?: unknown) => void) => void;
+export type Middleware<Req> = (
+  req: Req,
+  res: MiddlewareResponse,
+  next: (err?: unknown) => void,
+) => void;
 
 /** How {@link rateLimit} limits each request. */
 export interface RateLimitOptions<Req> {
@@ -47,7 +51,8 @@ export function rateLimit<Req = unknown>(options: RateLimitOptions<Req>): Middle
     try {
       resource = typeof options.resource === "function" ? options.resource(req) : options.resource;
       key = options.key?.(req);
-      permits = typeof options.permits === "function" ? options.permits(req) : (options.permits ?? 1);
+      permits =
+        typeof options.permits === "function" ? options.permits(req) : (options.permits ?? 1);
     } catch (err) {
       next(err);
       return;

@@ -88,7 +88,9 @@ test("a denial is a decision, and is answered from the denial cache until its re
     assert.equal(again.cached, true);
     assert.equal(again.remaining, 0);
     assert.equal(again.limit, 2);
-    assert.ok(again.retryAfterMs !== null && again.retryAfterMs > 0 && again.retryAfterMs <= 60_000);
+    assert.ok(
+      again.retryAfterMs !== null && again.retryAfterMs > 0 && again.retryAfterMs <= 60_000,
+    );
     assert.equal(server.requests.length, 1, "answered without a request");
     await client.acquire("r", { key: "u", permits: 1 });
     assert.equal(server.requests.length, 2, "fewer permits go to the server");
@@ -108,7 +110,8 @@ test("a denial is a decision, and is answered from the denial cache until its re
 test("refund and release drop the denial of their resource and key", async () => {
   const server = await fakeServer((req) => {
     if (req.url === "/v1/refund") return granted({ remaining: 2 });
-    if (req.url === "/v1/release") return { status: 200, body: { released: true, permits: 1, remaining: 2 } };
+    if (req.url === "/v1/release")
+      return { status: 200, body: { released: true, permits: 1, remaining: 2 } };
     return denied(60_000);
   });
   try {
@@ -121,7 +124,11 @@ test("refund and release drop the denial of their resource and key", async () =>
     assert.equal(server.requests.length, 3, "asked the server again after the refund");
     const released = await client.release("r", "ab".repeat(16), { key: "u" });
     assert.deepEqual(released, { released: true, permits: 1, remaining: 2 });
-    assert.deepEqual(server.requests[3]?.body, { resource: "r", lease_id: "ab".repeat(16), key: "u" });
+    assert.deepEqual(server.requests[3]?.body, {
+      resource: "r",
+      lease_id: "ab".repeat(16),
+      key: "u",
+    });
     await client.acquire("r", { key: "u" });
     assert.equal(server.requests.length, 5, "asked the server again after the release");
   } finally {
@@ -250,7 +257,10 @@ test("a reply that is not JSON is an UnexpectedResponse, and so is an error with
   try {
     const client = new Client({ url: server.url, apiKey: API_KEY });
     await assert.rejects(client.acquire("r"), UnexpectedResponse);
-    await assert.rejects(client.acquire("r"), (e: unknown) => e instanceof UnexpectedResponse && e.status === 502);
+    await assert.rejects(
+      client.acquire("r"),
+      (e: unknown) => e instanceof UnexpectedResponse && e.status === 502,
+    );
   } finally {
     await server.close();
   }
@@ -273,7 +283,8 @@ let leaseServer: FakeServer;
 let leaseGrant = true;
 before(async () => {
   leaseServer = await fakeServer((req) => {
-    if (req.url === "/v1/release") return { status: 200, body: { released: true, permits: 1, remaining: 1 } };
+    if (req.url === "/v1/release")
+      return { status: 200, body: { released: true, permits: 1, remaining: 1 } };
     return leaseGrant ? granted({ lease_id: "cd".repeat(16) }) : denied(60_000);
   });
 });
@@ -294,9 +305,7 @@ test("lease runs the function and then releases, also when it throws", async () 
     key: "t",
   });
   await assert.rejects(
-    client.lease("exports", async () => {
-      throw new Error("boom");
-    }),
+    client.lease("exports", () => Promise.reject(new Error("boom"))),
     /boom/,
   );
   assert.equal(leaseServer.requests.at(-1)?.url, "/v1/release", "released after the throw");

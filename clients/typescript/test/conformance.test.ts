@@ -48,7 +48,8 @@ interface Scenario {
 const BAD_KEY = "rk_live_madeupmadeupmadeupmadeupmadeup0";
 
 const scenarioDir =
-  process.env.RK_CONFORMANCE_SCENARIOS ?? path.join(repoRoot(), "clients", "conformance", "scenarios");
+  process.env.RK_CONFORMANCE_SCENARIOS ??
+  path.join(repoRoot(), "clients", "conformance", "scenarios");
 const fixturePath = process.env.RK_CONFORMANCE_FIXTURE;
 const files = existsSync(scenarioDir)
   ? readdirSync(scenarioDir)
@@ -108,7 +109,12 @@ async function runScenario(scenario: Scenario, fixture: Fixture): Promise<string
       }
       checkValue(`${label}.error`, expect.error, err.name, problems);
       if ("error_field" in expect) {
-        checkValue(`${label}.error_field`, expect.error_field, err.errors[0]?.field ?? err.field ?? null, problems);
+        checkValue(
+          `${label}.error_field`,
+          expect.error_field,
+          err.errors[0]?.field ?? err.field ?? null,
+          problems,
+        );
       }
       continue;
     }
@@ -127,7 +133,12 @@ async function runScenario(scenario: Scenario, fixture: Fixture): Promise<string
   return problems;
 }
 
-async function runStep(step: Step, prefix: string, client: Client, outcomes: unknown[]): Promise<unknown> {
+async function runStep(
+  step: Step,
+  prefix: string,
+  client: Client,
+  outcomes: unknown[],
+): Promise<unknown> {
   const resource = `${prefix}.${step.resource ?? ""}`;
   const common = {
     ...(step.key === undefined ? {} : { key: step.key }),
@@ -158,7 +169,11 @@ async function runStep(step: Step, prefix: string, client: Client, outcomes: unk
     }
     case "lease":
       try {
-        return await client.lease(resource, { ...common, ...wait, ...permits }, (lease) => lease.decision);
+        return await client.lease(
+          resource,
+          { ...common, ...wait, ...permits },
+          (lease) => lease.decision,
+        );
       } catch (err) {
         if (err instanceof RateLimited) return err.decision;
         throw err;
@@ -172,20 +187,32 @@ function camel(field: string): string {
   return field.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase());
 }
 
-function checkDecision(label: string, expect: Expect, got: Record<string, unknown>, problems: string[]): void {
+function checkDecision(
+  label: string,
+  expect: Expect,
+  got: Record<string, unknown>,
+  problems: string[],
+): void {
   for (const [field, want] of Object.entries(expect)) {
     if (field === "error" || field === "error_field") continue;
     if (field === "results") {
       const results = got.results;
       const wants = want as Expect[];
       if (!Array.isArray(results) || results.length !== wants.length) {
-        problems.push(`${label}.results: want ${wants.length} results, got ${JSON.stringify(results)}`);
+        problems.push(
+          `${label}.results: want ${wants.length} results, got ${JSON.stringify(results)}`,
+        );
         continue;
       }
-      wants.forEach((w, i) => checkDecision(`${label}.results[${i}]`, w, results[i] as Record<string, unknown>, problems));
+      wants.forEach((w, i) =>
+        checkDecision(`${label}.results[${i}]`, w, results[i] as Record<string, unknown>, problems),
+      );
     } else if (field === "headers") {
       const headers = new Map(
-        Object.entries((got.headers ?? {}) as Record<string, string>).map(([k, v]) => [k.toLowerCase(), v]),
+        Object.entries((got.headers ?? {}) as Record<string, string>).map(([k, v]) => [
+          k.toLowerCase(),
+          v,
+        ]),
       );
       for (const [name, value] of Object.entries(want as Record<string, string>)) {
         const have = headers.get(name.toLowerCase());
@@ -194,11 +221,18 @@ function checkDecision(label: string, expect: Expect, got: Record<string, unknow
         } else if (value === "absent") {
           if (have !== undefined) problems.push(`${label}: header ${name} present: ${have}`);
         } else if (have !== value) {
-          problems.push(`${label}: header ${name}: want ${JSON.stringify(value)}, got ${JSON.stringify(have)}`);
+          problems.push(
+            `${label}: header ${name}: want ${JSON.stringify(value)}, got ${JSON.stringify(have)}`,
+          );
         }
       }
     } else if (field === "has_lease_id") {
-      checkValue(`${label}.has_lease_id`, want, typeof got.leaseId === "string" && got.leaseId !== "", problems);
+      checkValue(
+        `${label}.has_lease_id`,
+        want,
+        typeof got.leaseId === "string" && got.leaseId !== "",
+        problems,
+      );
     } else {
       checkValue(`${label}.${field}`, want, got[camel(field)] ?? null, problems);
     }
@@ -212,8 +246,10 @@ function checkValue(label: string, want: unknown, got: unknown, problems: string
       problems.push(`${label}: want ${JSON.stringify(want)}, got ${JSON.stringify(got)}`);
       return;
     }
-    if (range.min !== undefined && got < range.min) problems.push(`${label}: want at least ${range.min}, got ${got}`);
-    if (range.max !== undefined && got > range.max) problems.push(`${label}: want at most ${range.max}, got ${got}`);
+    if (range.min !== undefined && got < range.min)
+      problems.push(`${label}: want at least ${range.min}, got ${got}`);
+    if (range.max !== undefined && got > range.max)
+      problems.push(`${label}: want at most ${range.max}, got ${got}`);
   } else if (want !== got) {
     problems.push(`${label}: want ${JSON.stringify(want)}, got ${JSON.stringify(got)}`);
   }

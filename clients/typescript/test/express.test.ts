@@ -29,7 +29,9 @@ async function serve(app: express.Express): Promise<{ url: string; close(): Prom
 
 function app(client: Client, resource = "web"): express.Express {
   const a = express();
-  a.use(rateLimit<express.Request>({ client, resource, key: (req) => req.get("x-user") ?? undefined }));
+  a.use(
+    rateLimit<express.Request>({ client, resource, key: (req) => req.get("x-user") ?? undefined }),
+  );
   a.get("/", (_req, res) => {
     res.send("hello");
   });
@@ -72,7 +74,12 @@ test("granted: the route runs with the RateLimit headers; denied: 429 with Retry
 test("server errors go to next(err); an unreachable server fails closed with 503", async () => {
   const rk = await fakeServer(() => ({
     status: 404,
-    body: { type: "urn:ratekeeper:problem:not-found", title: "Not found", status: 404, detail: "no" },
+    body: {
+      type: "urn:ratekeeper:problem:not-found",
+      title: "Not found",
+      status: 404,
+      detail: "no",
+    },
   }));
   const silent = await silentServer();
   const web = await serve(app(new Client({ url: rk.url, apiKey: "k" })));
@@ -97,7 +104,13 @@ describe("against a real ratekeeper server", () => {
   before(async () => {
     real = await startRealServer([
       { name: "web", algorithm: "token_bucket", rate: 0.001, max_permits: 2 },
-      { name: "web-keyed", scope: "per_key", algorithm: "token_bucket", rate: 0.001, max_permits: 1 },
+      {
+        name: "web-keyed",
+        scope: "per_key",
+        algorithm: "token_bucket",
+        rate: 0.001,
+        max_permits: 1,
+      },
     ]);
   });
   after(async () => {

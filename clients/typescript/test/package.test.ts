@@ -9,7 +9,9 @@ import { VERSION } from "ratekeeper-client";
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..");
 
 test("VERSION is the package's version", () => {
-  const pkg = JSON.parse(readFileSync(path.join(root, "package.json"), "utf8")) as { version: string };
+  const pkg = JSON.parse(readFileSync(path.join(root, "package.json"), "utf8")) as {
+    version: string;
+  };
   assert.equal(VERSION, pkg.version);
 });
 

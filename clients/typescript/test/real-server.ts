@@ -1,5 +1,5 @@
 // Starts a real ratekeeper server for the tests that need one: the binary named by
-// RK_RATEKEEPER_BIN, else the repository's target/debug/ratekeeper; Redis from
+// RK_RATEKEEPER_BIN (or RK_CLIENTS_BIN), else the repository's target/debug/ratekeeper; Redis from
 // RK_TEST_REDIS_URL (default redis://127.0.0.1:6379), keys under a random prefix; SQLite in
 // a temporary directory. Without a binary or a reachable Redis, `startRealServer` answers
 // a reason to skip.
@@ -36,7 +36,7 @@ export function repoRoot(): string {
 }
 
 function binary(): string | undefined {
-  const fromEnv = process.env.RK_RATEKEEPER_BIN;
+  const fromEnv = process.env.RK_RATEKEEPER_BIN ?? process.env.RK_CLIENTS_BIN;
   if (fromEnv) return fromEnv;
   const built = path.join(repoRoot(), "target", "debug", "ratekeeper");
   return existsSync(built) ? built : undefined;
@@ -94,7 +94,7 @@ export async function startRealServer(policies: PolicySpec[]): Promise<RealServe
     const url = `http://${address}`;
     const token = await new Promise<string>((resolve, reject) => {
       execFile(bin, ["token", "create", "admin"], { env, timeout: 30_000 }, (err, stdout) => {
-        if (err) reject(err);
+        if (err) reject(new Error(`ratekeeper token create admin: ${err.message}`));
         else resolve(stdout.trim().split("\n").pop() ?? "");
       });
     });
