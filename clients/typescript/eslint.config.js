@@ -32,7 +32,7 @@ export default tseslint.config(
   {
     files: ["examples/*.mjs"],
     languageOptions: {
-      globals: { process: "readonly", console: "readonly" },
+      globals: { process: "readonly", console: "readonly", setTimeout: "readonly" },
     },
   },
 );
