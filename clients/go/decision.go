@@ -143,7 +143,7 @@ func pickHeaders(h http.Header) http.Header {
 			if out == nil {
 				out = http.Header{}
 			}
-			out[name] = append([]string(nil), v...)
+			out[http.CanonicalHeaderKey(name)] = append([]string(nil), v...)
 		}
 	}
 	return out

@@ -41,7 +41,7 @@ func MiddlewareFunc(client *Client, resourceFunc, keyFunc func(*http.Request) st
 			}
 			for _, name := range []string{"RateLimit", "RateLimit-Policy"} {
 				if v := d.Header.Values(name); len(v) > 0 {
-					w.Header()[name] = append([]string(nil), v...)
+					w.Header()[http.CanonicalHeaderKey(name)] = append([]string(nil), v...)
 				}
 			}
 			switch {
