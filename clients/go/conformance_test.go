@@ -30,8 +30,9 @@ type fixture struct {
 }
 
 type scenario struct {
-	Description string `json:"description"`
-	Steps       []step `json:"steps"`
+	Description string          `json:"description"`
+	Policies    json.RawMessage `json:"policies"` // the harness's: made before the run
+	Steps       []step          `json:"steps"`
 }
 
 type step struct {
@@ -114,8 +115,12 @@ func runScenario(t *testing.T, path string, fx fixture) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Strict: a field this runner does not know fails the scenario rather than going
+	// unnoticed.
 	var sc scenario
-	if err := json.Unmarshal(raw, &sc); err != nil {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&sc); err != nil {
 		t.Fatalf("%s: %v", path, err)
 	}
 	// A fresh client per role and server: no denial cache leaks between scenarios.
@@ -180,11 +185,11 @@ func runStep(t *testing.T, label string, st step, prefix string, c *Client, earl
 	if st.WaitMs != nil {
 		opts = append(opts, Wait(time.Duration(*st.WaitMs)*time.Millisecond))
 	}
+	if st.Permits != nil && (st.Op == "acquire" || st.Op == "lease") {
+		opts = append(opts, Permits(*st.Permits))
+	}
 	switch st.Op {
 	case "acquire":
-		if st.Permits != nil {
-			opts = append(opts, Permits(*st.Permits))
-		}
 		d, err := c.Acquire(ctx, resource, opts...)
 		return decisionOutcome(d, err)
 	case "check":
