@@ -368,6 +368,19 @@ func TestErrorMapping(t *testing.T) {
 	}
 }
 
+func TestErrorText(t *testing.T) {
+	e := problemError(422, []byte(`{"type":"urn:ratekeeper:problem:validation","title":"Invalid input","status":422,"detail":"permits: must be at most 2","errors":[{"field":"permits","message":"must be at most 2"}]}`))
+	if got := e.Error(); got != "ratekeeper: invalid input (422): permits: must be at most 2" {
+		t.Fatalf("%q", got)
+	}
+	if e.Field != "permits" {
+		t.Fatalf("the first errors[].field is not Field: %+v", e)
+	}
+	if got := (&Error{}).Error(); got != "ratekeeper: error" {
+		t.Fatalf("%q", got)
+	}
+}
+
 func TestTimeoutIsADegradedDecision(t *testing.T) {
 	url := silentListener(t)
 	c := newClient(t, url, WithTimeout(100*time.Millisecond))

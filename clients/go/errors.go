@@ -71,7 +71,11 @@ type Error struct {
 
 func (e *Error) Error() string {
 	var b strings.Builder
-	b.WriteString(e.Kind.Error())
+	if e.Kind != nil {
+		b.WriteString(e.Kind.Error())
+	} else {
+		b.WriteString("ratekeeper: error")
+	}
 	if e.Status != 0 {
 		fmt.Fprintf(&b, " (%d)", e.Status)
 	}
