@@ -1,0 +1,3 @@
+module github.com/ratekeeper/ratekeeper/clients/go
+
+go 1.19
