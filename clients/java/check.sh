@@ -6,6 +6,7 @@
 #
 # Needs a JDK (11 or later) and node/npm on PATH; installs its npm packages into node_modules/.
 # The last line is "java: tests: N passed, N failed"; the exit status is non-zero on any failure.
+# RK_SKIP_FORMAT=1 skips the format check (and npm) where npm cannot be used.
 set -uo pipefail
 cd "$(dirname "$0")"
 

@@ -634,7 +634,10 @@ public final class RatekeeperClient implements AutoCloseable {
       return this;
     }
 
-    /** The default timeout of a call, retries included (default 2 s). */
+    /**
+     * The default timeout of a call, retries included (default 2 s). It also bounds the making
+     * of each connection, whatever a call's own timeout.
+     */
     public Builder timeout(Duration timeout) {
       Objects.requireNonNull(timeout, "timeout");
       if (timeout.isNegative() || timeout.isZero()) {

@@ -97,11 +97,12 @@ public class RatekeeperException extends RuntimeException {
 
   /** The invalid fields the server named, in its order (empty when none). */
   public List<FieldError> errors() {
-    return errors;
+    return errors == null ? Collections.emptyList() : errors; // null after deserialization
   }
 
   /** The first invalid field's name, or null when the reply named none. */
   public String field() {
-    return errors.isEmpty() ? null : errors.get(0).field();
+    List<FieldError> all = errors();
+    return all.isEmpty() ? null : all.get(0).field();
   }
 }

@@ -219,6 +219,31 @@ public final class ClientTest implements AutoCloseable {
     assertThrows(IllegalStateException.class, () -> rk.acquire("p"), "closed");
   }
 
+  @Test
+  public void oneClientServesManyThreads() throws Exception {
+    FakeServer server = server();
+    server.reply(200, GRANT);
+    RatekeeperClient rk = client(server.url());
+    AtomicInteger granted = new AtomicInteger();
+    List<Thread> threads = new ArrayList<>();
+    for (int t = 0; t < 8; t++) {
+      Thread thread = new Thread(() -> {
+        for (int i = 0; i < 20; i++) {
+          if (rk.acquire("p").allowed()) {
+            granted.incrementAndGet();
+          }
+        }
+      });
+      threads.add(thread);
+      thread.start();
+    }
+    for (Thread thread : threads) {
+      thread.join(60_000);
+    }
+    assertEquals(160, granted.get(), "every call answered");
+    assertEquals(160, server.count(), "every call sent");
+  }
+
   // ----- errors
 
   private RatekeeperException errorFor(int status, String problem) throws Exception {
