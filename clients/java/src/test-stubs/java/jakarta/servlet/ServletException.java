@@ -1,0 +1,26 @@
+// COMPILE-TIME STAND-IN, NOT SHIPPED: a minimal copy of the Jakarta Servlet API type of the
+// same name, with only the members the rate-limit filter uses, so that the filter compiles and
+// is tested without downloading the API. Applications compile and run the filter against the
+// real jakarta.servlet-api (5.0 or later), with the same signatures.
+package jakarta.servlet;
+
+public class ServletException extends Exception {
+
+  private static final long serialVersionUID = 1L;
+
+  public ServletException() {
+    super();
+  }
+
+  public ServletException(String message) {
+    super(message);
+  }
+
+  public ServletException(String message, Throwable rootCause) {
+    super(message, rootCause);
+  }
+
+  public ServletException(Throwable rootCause) {
+    super(rootCause);
+  }
+}

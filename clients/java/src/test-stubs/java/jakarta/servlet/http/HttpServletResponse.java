@@ -1,0 +1,13 @@
+// COMPILE-TIME STAND-IN, NOT SHIPPED: a minimal copy of the Jakarta Servlet API type of the
+// same name, with only the members the rate-limit filter uses, so that the filter compiles and
+// is tested without downloading the API. Applications compile and run the filter against the
+// real jakarta.servlet-api (5.0 or later), with the same signatures.
+package jakarta.servlet.http;
+
+import jakarta.servlet.ServletResponse;
+
+public interface HttpServletResponse extends ServletResponse {
+  void setStatus(int sc);
+
+  void setHeader(String name, String value);
+}
