@@ -15,6 +15,8 @@ use crate::control::{ApplyError, ControlError};
 use crate::policy_file;
 use crate::startup::Core;
 
+use ratekeeper_client::{AdminClient, ApplyOptions, Error as ClientError, Problem};
+
 use super::server_client::{self, CA_FILE_VARIABLE};
 
 /// The environment variable holding the access token for `--server`.
@@ -115,16 +117,13 @@ async fn remote(
             "--server needs an access token in the {TOKEN_VARIABLE} environment variable (make one with `ratekeeper token create NAME` or in the console)"
         );
     };
-    let mut endpoint = url::Url::parse(server).with_context(|| {
-        format!("--server {server:?} is not a URL such as http://127.0.0.1:8080")
-    })?;
-    endpoint
-        .path_segments_mut()
-        .map_err(|_| anyhow!("--server {server:?} is not a URL such as http://127.0.0.1:8080"))?
-        .pop_if_empty()
-        .extend(["api", "v1", "apply"]);
-    let client = server_client::for_endpoint(server, &endpoint, ca_file)?;
-    let plan = send(&client, &endpoint, &token, text, prune, None).await?;
+    let client = server_client::for_server(server, &token, ca_file)?;
+    let dry_run = ApplyOptions {
+        dry_run: true,
+        prune,
+        plan_id: None,
+    };
+    let plan = send(&client, text, &dry_run).await?;
     if !apply {
         return Ok(plan);
     }
@@ -132,63 +131,50 @@ async fn remote(
         .as_str()
         .ok_or_else(|| anyhow!("the server's plan has no plan_id"))?
         .to_owned();
-    send(&client, &endpoint, &token, text, prune, Some(&plan_id)).await
+    let exactly = ApplyOptions {
+        dry_run: false,
+        prune,
+        plan_id: Some(plan_id),
+    };
+    send(&client, text, &exactly).await
 }
 
 /// One `POST /api/v1/apply`: a dry run without `plan_id`, an apply with it.
-async fn send(
-    client: &reqwest::Client,
-    endpoint: &url::Url,
-    token: &str,
-    text: &str,
-    prune: bool,
-    plan_id: Option<&str>,
-) -> anyhow::Result<Value> {
-    let mut url = endpoint.clone();
-    {
-        let mut query = url.query_pairs_mut();
-        query.append_pair("prune", if prune { "true" } else { "false" });
-        match plan_id {
-            Some(id) => query.append_pair("plan_id", id),
-            None => query.append_pair("dry_run", "true"),
-        };
-    }
-    let response = client
-        .post(url)
-        .bearer_auth(token)
-        .header("content-type", "application/yaml")
-        .body(text.to_owned())
-        .send()
-        .await
-        .map_err(|e| server_client::unreachable(e, endpoint))?;
-    let status = response.status();
-    let body = response
-        .text()
-        .await
-        .with_context(|| format!("cannot read the answer of {endpoint}"))?;
-    if !status.is_success() {
-        bail!(
-            "the server refused the file ({status}): {}",
-            problem_text(&body)
-        );
-    }
-    serde_json::from_str(&body).with_context(|| format!("the answer of {endpoint} is not a plan"))
+async fn send(client: &AdminClient, text: &str, options: &ApplyOptions) -> anyhow::Result<Value> {
+    let endpoint = client.apply_url();
+    client.apply(text, options).await.map_err(|e| match e {
+        ClientError::Transport(e) => server_client::unreachable(e, endpoint),
+        ClientError::Unexpected(problem) if (200..300).contains(&problem.status) => anyhow!(
+            "the answer of {endpoint} is not a plan: {}",
+            problem.detail.unwrap_or_default()
+        ),
+        other => match other.problem() {
+            Some(problem) => anyhow!(
+                "the server refused the file ({}): {}",
+                status_text(problem.status),
+                problem_text(problem)
+            ),
+            None => anyhow::Error::new(other),
+        },
+    })
 }
 
-/// A problem+json body as plain lines: its detail, then each field error.
-fn problem_text(body: &str) -> String {
-    let Ok(problem) = serde_json::from_str::<Value>(body) else {
-        return body.trim().to_owned();
-    };
-    let mut text = problem["detail"]
-        .as_str()
-        .or(problem["title"].as_str())
-        .unwrap_or(body)
-        .to_owned();
-    for error in problem["errors"].as_array().into_iter().flatten() {
-        let field = error["field"].as_str().unwrap_or("");
-        let message = error["message"].as_str().unwrap_or("");
-        text.push_str(&format!("\n  {field}: {message}"));
+/// A status as `403 Forbidden`.
+fn status_text(status: u16) -> String {
+    match reqwest::StatusCode::from_u16(status) {
+        Ok(code) => code.to_string(),
+        Err(_) => status.to_string(),
+    }
+}
+
+/// A problem as plain lines: its detail (else its title), then each field error.
+fn problem_text(problem: &Problem) -> String {
+    let mut text = problem
+        .detail
+        .clone()
+        .unwrap_or_else(|| problem.title.clone());
+    for error in &problem.errors {
+        text.push_str(&format!("\n  {}: {}", error.field, error.message));
     }
     text
 }
