@@ -167,7 +167,6 @@ for lib in "${libs[@]}"; do
 done
 # Quick starts: after the checks, which leave each library built (see quickstart.sh).
 for lib in "${libs[@]}"; do
-    [[ $lib == rust ]] && continue # its quick start is a doc test of its check.sh
     printf '\n==> clients: %s quick start\n' "$lib"
     if timeout "${RK_CLIENTS_TIMEOUT:-1200}" clients/conformance/quickstart.sh "$lib"; then
         count "$lib quick start" 1 0

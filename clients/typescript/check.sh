@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The TypeScript client's checks: installs its devDependencies into node_modules (npm ci),
-# then the format check, the linter, the build, and the tests (unit tests, the Express
+# then the format check, the build, the linter, and the tests (unit tests, the Express
 # middleware against a real server when one can be started, and the conformance scenarios
 # when RK_CONFORMANCE_FIXTURE names a fixture). Needs node (18 or later) and npm on PATH.
 #
@@ -34,9 +34,11 @@ finish() {
 
 stage "npm ci" timeout 600 npm ci --no-audit --no-fund || finish
 stage "prettier --check" timeout 300 npx prettier --check .
-stage "eslint" timeout 600 npx eslint .
 built=1
 stage "tsc" timeout 300 npx tsc || built=0
+# After the build: the tests import the package by its name, whose types are in dist/,
+# which a fresh checkout does not have; linted before it, every test is "unresolved".
+stage "eslint" timeout 600 npx eslint .
 stage "tsc -p test" timeout 300 npx tsc -p test || built=0
 [[ $built -eq 1 ]] || finish
 
