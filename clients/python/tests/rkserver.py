@@ -59,7 +59,10 @@ class Server:
     def __init__(self, binary: str) -> None:
         self.binary = binary
         self.dir = tempfile.mkdtemp(prefix="rk-py-tests-")
-        self.prefix = f"rkclient-py-{uuid.uuid4().hex[:10]}"
+        # Under the repository's test run (RK_TEST_RUN), a prefix its cleanup sweeps.
+        run = os.environ.get("RK_TEST_RUN")
+        owner = f"rktest-{run}-" if run else "rkclient-"
+        self.prefix = f"{owner}py-{uuid.uuid4().hex[:10]}"
         # The server refuses RATEKEEPER_* variables it does not know: pass only ours.
         self.env = {k: v for k, v in os.environ.items() if not k.startswith("RATEKEEPER_")}
         self.env.update(

@@ -74,7 +74,10 @@ export async function startRealServer(policies: PolicySpec[]): Promise<RealServe
     RATEKEEPER_LISTEN: "127.0.0.1:0",
     RATEKEEPER_DATABASE_URL: `sqlite://${dir}/rk.db?mode=rwc`,
     RATEKEEPER_REDIS_URL: redisUrl,
-    RATEKEEPER_REDIS_PREFIX: `rkclient-ts-${prefix}`,
+    // Under the repository's test run (RK_TEST_RUN), a prefix its cleanup sweeps.
+    RATEKEEPER_REDIS_PREFIX: process.env.RK_TEST_RUN
+      ? `rktest-${process.env.RK_TEST_RUN}-ts-${prefix}`
+      : `rkclient-ts-${prefix}`,
     RATEKEEPER_LOG_JSON: "false",
     NO_COLOR: "1",
   };
