@@ -19,7 +19,7 @@ use crate::auth::LocalBuckets;
 use crate::config::Settings;
 use crate::console;
 use crate::control::Control;
-use crate::grpc::{GrpcFrontEnd, RateLimiter};
+use crate::grpc::{GrpcFrontEnd, MakeLimiter, RateLimiter};
 use crate::snapshot::Snapshot;
 use crate::state::AppState;
 use crate::store::Store;
@@ -93,6 +93,35 @@ impl Core {
     }
 }
 
+/// What each worker thread (HTTP or gRPC) makes its own acquirer from.
+#[derive(Clone)]
+struct AcquirerParts {
+    limiter: Limiter,
+    redis_url: SecretString,
+    snapshot: Arc<Snapshot>,
+    denials: Arc<DenialCache>,
+    metrics: Arc<Metrics>,
+    tallies: Arc<TallyRegistry>,
+}
+
+impl AcquirerParts {
+    /// The calling thread's acquirer: a Redis connection, batcher and tally of its own;
+    /// its decisions go through the one denial cache and snapshot, and the flusher adds
+    /// its tally to the others.
+    fn on_this_thread(&self, protocol: Protocol) -> Acquirer {
+        Acquirer::new(
+            self.limiter
+                .for_this_thread(self.redis_url.expose_secret())
+                .counting_into(self.metrics.redis_calls_of("acquire")),
+            self.snapshot.clone(),
+            self.denials.clone(),
+            self.metrics.clone(),
+            self.tallies.for_worker(),
+            protocol,
+        )
+    }
+}
+
 pub struct Application {
     port: u16,
     server: Server,
@@ -159,50 +188,35 @@ impl Application {
             console_load: Arc::new(tokio::sync::Semaphore::new(settings.console_concurrency())),
             sign_in_fallback: LocalBuckets::default(),
         });
+        let parts = AcquirerParts {
+            limiter: core.limiter.clone(),
+            redis_url: settings.redis_url.clone(),
+            snapshot: core.snapshot.clone(),
+            denials: core.denials.clone(),
+            metrics: core.metrics.clone(),
+            tallies: core.tallies.clone(),
+        };
         let grpc_stop = CancellationToken::new();
         let grpc = match &settings.grpc_listen {
             Some(address) => {
                 let front_end = GrpcFrontEnd::bind(address).await?;
-                // Its own acquirer: a connection, batcher and tally of its own, on the
-                // server's runtime; its decisions go through the same denial cache and
-                // snapshot, and the flusher adds its tally like a worker's.
-                let acquirer = Acquirer::new(
-                    core.limiter
-                        .for_this_thread(settings.redis_url.expose_secret())
-                        .counting_into(core.metrics.redis_calls_of("acquire")),
-                    core.snapshot.clone(),
-                    core.denials.clone(),
-                    core.metrics.clone(),
-                    core.tallies.for_worker(),
-                    Protocol::Grpc,
-                );
-                let limiter =
-                    RateLimiter::new(acquirer, core.snapshot.clone(), core.metrics.clone());
+                // Each gRPC worker thread has its own acquirer, like an HTTP worker.
+                let parts = parts.clone();
+                let make: MakeLimiter = Arc::new(move || {
+                    let acquirer = parts.on_this_thread(Protocol::Grpc);
+                    RateLimiter::new(acquirer, parts.snapshot.clone(), parts.metrics.clone())
+                });
+                let workers = settings.workers.unwrap_or_else(|| {
+                    std::thread::available_parallelism().map_or(1, std::num::NonZero::get)
+                });
                 let address = front_end.address();
-                Some((address, front_end.serve(limiter, grpc_stop.clone())))
+                Some((address, front_end.serve(make, workers, grpc_stop.clone())))
             }
             None => None,
         };
-        let redis_url = settings.redis_url.clone();
-        let (snapshot, denials, metrics, tallies) = (
-            core.snapshot,
-            core.denials,
-            core.metrics,
-            core.tallies.clone(),
-        );
         let mut server = HttpServer::new(move || {
             // Runs on each worker thread: its acquire path gets that thread's connection.
-            let acquirer = Acquirer::new(
-                state
-                    .limiter
-                    .for_this_thread(redis_url.expose_secret())
-                    .counting_into(metrics.redis_calls_of("acquire")),
-                snapshot.clone(),
-                denials.clone(),
-                metrics.clone(),
-                tallies.for_worker(),
-                Protocol::Http,
-            );
+            let acquirer = parts.on_this_thread(Protocol::Http);
             App::new()
                 .app_data(state.clone())
                 .app_data(web::Data::new(acquirer))

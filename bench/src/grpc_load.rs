@@ -48,6 +48,14 @@ struct StreamTally {
     errors: u64,
 }
 
+impl StreamTally {
+    fn add(&mut self, other: Self) {
+        self.latencies_us.extend(other.latencies_us);
+        self.not_ok += other.not_ok;
+        self.errors += other.errors;
+    }
+}
+
 /// Just the reply's `overall_code` (field 1): the rest of the message is skipped unread.
 #[derive(Clone, PartialEq, Message)]
 struct OverallCode {
@@ -116,6 +124,10 @@ impl Call {
 }
 
 /// Runs the load; its figures. Fails only when no connection can be made.
+///
+/// Each connection is a thread of its own with a single-threaded runtime that drives it
+/// and its share of the streams, as wrk gives each thread its connections: a call never
+/// wakes another core.
 pub async fn run(run: &GrpcRun) -> Result<WrkFigures> {
     let call = Call::new(run)?;
     let authority = call
@@ -123,42 +135,65 @@ pub async fn run(run: &GrpcRun) -> Result<WrkFigures> {
         .authority()
         .context("the gRPC address has no host:port")?
         .to_string();
-    let mut senders = Vec::with_capacity(run.connections.max(1));
-    for _ in 0..run.connections.max(1) {
-        let tcp = tokio::net::TcpStream::connect(&authority)
-            .await
-            .with_context(|| format!("connecting to the gRPC service at {}", run.address))?;
-        tcp.set_nodelay(true)?;
-        let (sender, connection) = h2::client::Builder::new()
-            .initial_window_size(1 << 20)
-            .initial_connection_window_size(1 << 24)
-            .handshake::<_, Bytes>(tcp)
-            .await
-            .context("the HTTP/2 handshake with the gRPC service")?;
-        tokio::spawn(async move {
-            if let Err(e) = connection.await {
-                eprintln!("bench: a gRPC connection ended: {e}");
-            }
-        });
-        senders.push(sender);
-    }
+    let connections = run.connections.max(1);
     let deadline = Instant::now() + run.duration;
     let started = Instant::now();
-    let tasks: Vec<_> = (0..run.streams)
-        .map(|i| {
-            let sender = senders[i % senders.len()].clone();
-            tokio::spawn(stream(sender, call.clone(), deadline))
+    let threads: Vec<_> = (0..connections)
+        .map(|c| {
+            // Streams spread over the connections as evenly as they go.
+            let streams = run.streams / connections + usize::from(c < run.streams % connections);
+            let (call, authority, address) = (call.clone(), authority.clone(), run.address.clone());
+            std::thread::spawn(move || -> Result<StreamTally> {
+                tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()?
+                    .block_on(connection(call, authority, address, streams, deadline))
+            })
         })
+        .collect();
+    let mut tally = StreamTally::default();
+    for thread in threads {
+        let one = thread
+            .join()
+            .map_err(|_| anyhow::anyhow!("a gRPC connection's thread panicked"))??;
+        tally.add(one);
+    }
+    let elapsed = started.elapsed().as_secs_f64();
+    Ok(figures(tally, elapsed))
+}
+
+/// One HTTP/2 connection and its streams, until the deadline; what they saw together.
+async fn connection(
+    call: Call,
+    authority: String,
+    address: String,
+    streams: usize,
+    deadline: Instant,
+) -> Result<StreamTally> {
+    let tcp = tokio::net::TcpStream::connect(&authority)
+        .await
+        .with_context(|| format!("connecting to the gRPC service at {address}"))?;
+    tcp.set_nodelay(true)?;
+    let (sender, connection) = h2::client::Builder::new()
+        .initial_window_size(1 << 20)
+        .initial_connection_window_size(1 << 24)
+        .handshake::<_, Bytes>(tcp)
+        .await
+        .context("the HTTP/2 handshake with the gRPC service")?;
+    tokio::spawn(async move {
+        if let Err(e) = connection.await {
+            eprintln!("bench: a gRPC connection ended: {e}");
+        }
+    });
+    let tasks: Vec<_> = (0..streams)
+        .map(|_| tokio::spawn(stream(sender.clone(), call.clone(), deadline)))
         .collect();
     let mut tally = StreamTally::default();
     for task in tasks {
         let one = task.await.context("a gRPC stream panicked")?;
-        tally.latencies_us.extend(one.latencies_us);
-        tally.not_ok += one.not_ok;
-        tally.errors += one.errors;
+        tally.add(one);
     }
-    let elapsed = started.elapsed().as_secs_f64();
-    Ok(figures(tally, elapsed))
+    Ok(tally)
 }
 
 /// One stream: a call, its answer, the next call, until the deadline.

@@ -9,14 +9,17 @@
 //! - `current_limit`: a policy's limits in Envoy's units;
 //! - `reply`: the statuses and the headers to add;
 //! - `all_or_nothing`: several descriptors, and checks (hits_addend 0);
-//! - `server`: the service, its listener and its graceful stop.
+//! - `server`: the service;
+//! - `front_end`: its listener, its worker threads and its graceful stop.
 
 mod all_or_nothing;
 mod auth;
 mod current_limit;
 mod descriptors;
+mod front_end;
 mod reply;
 mod server;
 
 pub use all_or_nothing::decide_all;
-pub use server::{GrpcFrontEnd, RateLimiter};
+pub use front_end::{GrpcFrontEnd, MakeLimiter};
+pub use server::RateLimiter;

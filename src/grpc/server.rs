@@ -1,19 +1,11 @@
 //! The service: the API key, the descriptors, one decision through the [`Acquirer`], the
-//! reply; and its listener, served beside the HTTP server until the one shutdown signal,
-//! then drained (calls in flight are answered).
+//! reply.
 
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Instant;
 
-use anyhow::Context;
-use envoy_types::pb::envoy::service::ratelimit::v3::rate_limit_service_server::{
-    RateLimitService, RateLimitServiceServer,
-};
+use envoy_types::pb::envoy::service::ratelimit::v3::rate_limit_service_server::RateLimitService;
 use envoy_types::pb::envoy::service::ratelimit::v3::{RateLimitRequest, RateLimitResponse};
-use tokio::task::JoinHandle;
-use tokio_util::sync::CancellationToken;
-use tonic::transport::server::TcpIncoming;
 use tonic::{Request, Response, Status};
 
 use crate::acquire::{Acquirer, Refusal};
@@ -163,48 +155,5 @@ impl RateLimitService for RateLimiter {
             .grpc_request_seconds
             .observe(started.elapsed().as_secs_f64());
         answer.map(Response::new)
-    }
-}
-
-/// The gRPC listener, bound (so its port is known) but not yet serving.
-pub struct GrpcFrontEnd {
-    listener: tokio::net::TcpListener,
-    address: SocketAddr,
-}
-
-impl GrpcFrontEnd {
-    /// Binds `address`; port 0 picks a free port, which is logged.
-    pub async fn bind(address: &str) -> anyhow::Result<Self> {
-        let listener = tokio::net::TcpListener::bind(address)
-            .await
-            .with_context(|| format!("cannot listen for gRPC on {address}"))?;
-        let address = listener.local_addr()?;
-        tracing::info!(%address, "ratekeeper gRPC (Envoy rate limit service) listening");
-        Ok(Self { listener, address })
-    }
-
-    pub fn address(&self) -> SocketAddr {
-        self.address
-    }
-
-    /// Serves `limiter` until `stop` is cancelled, then stops accepting and finishes the
-    /// calls in flight.
-    pub fn serve(
-        self,
-        limiter: RateLimiter,
-        stop: CancellationToken,
-    ) -> JoinHandle<anyhow::Result<()>> {
-        let incoming = TcpIncoming::from(self.listener).with_nodelay(Some(true));
-        tokio::spawn(async move {
-            // One service, no router: every other path is answered UNIMPLEMENTED by it.
-            tonic::transport::Server::builder()
-                .serve_with_incoming_shutdown(
-                    RateLimitServiceServer::new(limiter),
-                    incoming,
-                    stop.cancelled_owned(),
-                )
-                .await
-                .context("the gRPC server failed")
-        })
     }
 }
