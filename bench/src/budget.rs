@@ -6,7 +6,7 @@ use std::collections::HashMap;
 
 use crate::figures::{Scenario, Summary, ratio};
 
-use Scenario::{Bare, Ceiling, Denied, Grpc, Hot, Keyed, Many, Noop};
+use Scenario::{Bare, Ceiling, Denied, Floor, Grpc, Hot, Keyed, Many, Noop};
 
 /// What a target is about.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -19,6 +19,8 @@ pub enum Measure {
     ServerCpu(Scenario, Scenario),
     /// Redis' CPU µs per request of one scenario.
     RedisCpu(Scenario),
+    /// Redis' CPU µs per decision of one scenario over another's (the floor, l).
+    RedisCpuRatio(Scenario, Scenario),
     /// A scenario's median p99 over another's.
     P99Ratio(Scenario, Scenario),
     /// Redis' `used_memory` growth per policy, configuration only, in bytes.
@@ -64,8 +66,8 @@ const fn target(source: Source, measure: Measure, bound: Bound) -> Target {
 
 use Bound::{AtLeast, AtMost};
 use Measure::{
-    KeyedBucketBytes, P99, P99Ratio, RedisBytesPerPolicy, RedisCpu, ServerCpu, ServerRssMb,
-    Throughput,
+    KeyedBucketBytes, P99, P99Ratio, RedisBytesPerPolicy, RedisCpu, RedisCpuRatio, ServerCpu,
+    ServerRssMb, Throughput,
 };
 use Source::{Batching, Budget, Cpu};
 
@@ -74,6 +76,10 @@ pub const TARGETS: &[Target] = &[
     target(Cpu, RedisCpu(Hot), AtMost(2.0)),
     target(Cpu, RedisCpu(Many), AtMost(4.0)),
     target(Cpu, RedisCpu(Keyed), AtMost(4.0)),
+    // Within 2x of Redis' cheapest inexact decision, a pipelined INCR + PEXPIRE (l).
+    target(Cpu, RedisCpuRatio(Hot, Floor), AtMost(2.0)),
+    target(Cpu, RedisCpuRatio(Many, Floor), AtMost(2.0)),
+    target(Cpu, RedisCpuRatio(Keyed, Floor), AtMost(2.0)),
     target(Cpu, ServerCpu(Hot, Noop), AtMost(1.3)),
     target(Cpu, ServerCpu(Keyed, Noop), AtMost(1.3)),
     target(Cpu, ServerCpu(Many, Noop), AtMost(1.3)),
@@ -145,6 +151,7 @@ impl Measure {
             Throughput(x, of) => format!("{} / {} req/s", x.id(), of.id()),
             ServerCpu(x, of) => format!("{} / {} server µs/req", x.id(), of.id()),
             RedisCpu(x) => format!("{} Redis µs/req", x.id()),
+            RedisCpuRatio(x, of) => format!("{} / {} Redis µs/req", x.id(), of.id()),
             P99Ratio(x, of) => format!("{} / {} p99", x.id(), of.id()),
             P99(x) => format!("{} p99 ms", x.id()),
             RedisBytesPerPolicy => "Redis bytes per policy".to_owned(),
@@ -159,6 +166,7 @@ impl Measure {
             Throughput(x, against) => ratio(of(x)?.rps, of(against)?.rps),
             ServerCpu(x, against) => ratio(of(x)?.cpu_server, of(against)?.cpu_server),
             RedisCpu(x) => of(x)?.cpu_redis,
+            RedisCpuRatio(x, against) => ratio(of(x)?.cpu_redis, of(against)?.cpu_redis),
             P99Ratio(x, against) => ratio(of(x)?.p99_ms, of(against)?.p99_ms),
             P99(x) => of(x)?.p99_ms,
             RedisBytesPerPolicy => m.redis_bytes_per_policy,

@@ -14,6 +14,8 @@ pub enum Scenario {
     Denied,
     /// redis-benchmark, once after the rounds.
     Redis,
+    /// redis-benchmark's pipelined INCR + PEXPIRE, once after the rounds: Redis' floor.
+    Floor,
     Noop,
     Bare,
     /// Envoy's `ShouldRateLimit` on the hot policy, from the bench's own gRPC load generator.
@@ -37,7 +39,7 @@ impl Scenario {
         Self::Bare,
     ];
     /// Every scenario, in the order of the report's table.
-    pub const ALL: [Self; 11] = [
+    pub const ALL: [Self; 12] = [
         Self::Hot,
         Self::Grpc,
         Self::AllOfTwo,
@@ -47,6 +49,7 @@ impl Scenario {
         Self::Ceiling,
         Self::Denied,
         Self::Redis,
+        Self::Floor,
         Self::Noop,
         Self::Bare,
     ];
@@ -61,6 +64,7 @@ impl Scenario {
             Self::Ceiling => "ceiling",
             Self::Denied => "denied",
             Self::Redis => "redis",
+            Self::Floor => "floor",
             Self::Noop => "noop",
             Self::Bare => "bare",
             Self::Grpc => "grpc",
@@ -77,6 +81,7 @@ impl Scenario {
             Self::Ceiling => "c) GET /healthz (ceiling)".to_owned(),
             Self::Denied => "d) acquire, denied flood".to_owned(),
             Self::Redis => "e) redis-benchmark EVALSHA".to_owned(),
+            Self::Floor => "l) redis-benchmark -P 16 INCR + PEXPIRE (a pair)".to_owned(),
             Self::Noop => "h) reference: parse only".to_owned(),
             Self::Bare => "i) reference: parse + EVALSHA".to_owned(),
             Self::Grpc => format!(
@@ -85,6 +90,12 @@ impl Scenario {
             ),
             Self::AllOfTwo => "k) acquire all of 2 hot policies".to_owned(),
         }
+    }
+
+    /// A redis-benchmark run straight against Redis (no server, no wrk): one run, after
+    /// the rounds.
+    pub fn is_redis_benchmark(self) -> bool {
+        matches!(self, Self::Redis | Self::Floor)
     }
 
     /// Decisions a request of this scenario asks for.

@@ -18,6 +18,7 @@ mod probes;
 mod procs;
 mod readings;
 mod redis_benchmark;
+mod redis_floor;
 mod report;
 mod report_readings;
 mod results;

@@ -37,7 +37,7 @@ pub fn text(r: &Results, k: &Knobs) -> String {
     );
     let _ = writeln!(
         o,
-        "non-2xx, requests and socket errors of all rounds together; e) is one run"
+        "non-2xx, requests and socket errors of all rounds together; e) and l) are one run each"
     );
     let _ = writeln!(
         o,
@@ -47,7 +47,7 @@ pub fn text(r: &Results, k: &Knobs) -> String {
     for scenario in Scenario::ALL {
         let x = s(scenario);
         let dash = |v: Option<u64>| {
-            if scenario == Scenario::Redis {
+            if scenario.is_redis_benchmark() {
                 "-".to_owned()
             } else {
                 count(v)
@@ -61,7 +61,7 @@ pub fn text(r: &Results, k: &Knobs) -> String {
             fmt(x.p50_ms, 3),
             fmt(x.p99_ms, 3),
             dash(x.non_2xx),
-            if scenario == Scenario::Redis {
+            if scenario.is_redis_benchmark() {
                 k.redis_requests.to_string()
             } else {
                 count(x.requests)
@@ -108,6 +108,13 @@ pub fn text(r: &Results, k: &Knobs) -> String {
             fmt(x.cores_busy(), 2)
         );
     }
+    let _ = writeln!(
+        o,
+        "  {:<30} {:>8} {:>8}   (Redis' floor: a pipelined INCR + PEXPIRE, no server)",
+        Scenario::Floor.label(k),
+        "-",
+        fmt(s(Scenario::Floor).cpu_redis, 2),
+    );
     leeway(&mut o, r);
     targets(&mut o, r);
     let _ = writeln!(o, "\nother ratios (no target):");

@@ -197,7 +197,7 @@ impl Rounds<'_> {
                 "acquire_all.lua",
                 vec!["hot".to_owned(), "hot2".to_owned()],
             ),
-            Scenario::Redis => unreachable!("redis-benchmark is not a wrk run"),
+            Scenario::Redis | Scenario::Floor => unreachable!("redis-benchmark is not a wrk run"),
             Scenario::Grpc => unreachable!("the gRPC scenario is the bench's own load"),
         };
         let (duration, duration_s) = if round == 0 {

@@ -15,7 +15,7 @@ use crate::readings::Readings;
 use crate::results::{About, Results};
 use crate::rounds::{self, Rounds};
 use crate::server::{PREFIX, Server};
-use crate::{cpu, probes, redis_benchmark, report, tools};
+use crate::{cpu, probes, redis_benchmark, redis_floor, report, tools};
 
 pub async fn run(knobs: &Knobs, tmp: &TempDir) -> Result<()> {
     tools::ensure(&[
@@ -139,6 +139,7 @@ pub async fn run(knobs: &Knobs, tmp: &TempDir) -> Result<()> {
     }
 
     let rb = redis_benchmark::run(knobs, &redis).await?;
+    let floor = redis_floor::run(knobs, &redis, hz).await?;
     note_memory(&mut readings, &server, "the end");
     readings.sketch_table = example_table(&knobs.sketch_bin, &[], "top_keys_memory").await;
     // Redis' time in the scripts with the server stopped: the example resets and reads the
@@ -163,9 +164,18 @@ pub async fn run(knobs: &Knobs, tmp: &TempDir) -> Result<()> {
             ..Summary::default()
         },
     );
+    scenarios.insert(
+        Scenario::Floor,
+        Summary {
+            rps: floor.pairs_per_s,
+            requests: Some(knobs.redis_requests as u64),
+            cpu_redis: floor.us_per_pair,
+            ..Summary::default()
+        },
+    );
     let results = Results::new(about(knobs).await, knobs, scenarios, walks, readings);
     let text = report::text(&results, knobs);
-    let file = results.write(knobs, &text, &raw, &rb.csv)?;
+    let file = results.write(knobs, &text, &raw, &format!("{}{}", rb.csv, floor.csv))?;
     let server_log = tmp.join("server.log");
     if std::fs::metadata(&server_log).is_ok_and(|m| m.len() > 0) {
         let beside = knobs
