@@ -10,16 +10,17 @@ WORKDIR /build
 # file with an empty crate, so that a change to ratekeeper's own code rebuilds only it
 # (seconds to a minute), not the 300 crates under it (minutes).
 # Every workspace member's manifest must be there (cargo loads the whole workspace), the
-# bench's too, though only the server is built.
+# bench's too, though only the server (and the Rust client, which its CLI uses) is built.
 COPY Cargo.toml Cargo.lock ./
 COPY crates/limiter/Cargo.toml crates/limiter/
+COPY clients/rust/Cargo.toml clients/rust/
 COPY bench/Cargo.toml bench/
-RUN mkdir -p src crates/limiter/src bench/src \
+RUN mkdir -p src crates/limiter/src clients/rust/src bench/src \
  && echo 'fn main() {}' > src/main.rs \
  && echo 'fn main() {}' > bench/src/main.rs \
- && touch src/lib.rs crates/limiter/src/lib.rs \
+ && touch src/lib.rs crates/limiter/src/lib.rs clients/rust/src/lib.rs \
  && cargo build --release --locked -p ratekeeper \
- && rm -rf src crates/limiter/src bench/src target/release/.fingerprint/ratekeeper* \
+ && rm -rf src crates/limiter/src clients/rust/src bench/src target/release/.fingerprint/ratekeeper* \
       target/release/deps/ratekeeper* target/release/deps/libratekeeper* target/release/ratekeeper*
 # Then everything the crates compile in: sources, Lua scripts (include_str!), SQL
 # migrations (sqlx::migrate!), templates and static files. .dockerignore keeps
