@@ -55,7 +55,11 @@ pub async fn run(knobs: &Knobs, redis: &PrivateRedis, hz: f64) -> Result<RedisFl
             }
             _ => {
                 complete = false;
-                crate::log!("WARNING: redis-benchmark {} failed: {}", words[0], out.tail());
+                crate::log!(
+                    "WARNING: redis-benchmark {} failed: {}",
+                    words[0],
+                    out.tail()
+                );
             }
         }
         csv.push_str(&out.stdout);
