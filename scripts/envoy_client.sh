@@ -137,7 +137,11 @@ for policy in \
     '{"name":"py.keyed","owner_app":"shop","scope":"per_key","rate":0.001,"max_permits":5}' \
     '{"name":"py.shared","owner_app":"shop","scope":"per_key","rate":0.001,"max_permits":5}' \
     '{"name":"py.burst","owner_app":"shop","rate":0.001,"max_permits":5}' \
-    '{"name":"py.daily","owner_app":"shop","rate":0.001,"max_permits":1}'; do
+    '{"name":"py.daily","owner_app":"shop","rate":0.001,"max_permits":1}' \
+    '{"name":"py.per-ip","owner_app":"shop","scope":"per_key","rate":0.001,"max_permits":3,"descriptors":[{"domain":"edge_proxy_per_ip","entries":["remote_address"]}]}' \
+    '{"name":"py.blocked-ip","owner_app":"shop","mode":"block","algorithm":"fixed_window","window_ms":1000,"max_permits":1,"descriptors":[{"domain":"edge_proxy_per_ip","entries":["remote_address=50.0.0.5"]}]}' \
+    '{"name":"py.specific","owner_app":"shop","rate":0.001,"max_permits":1,"descriptors":[{"domain":"example7","entries":["key_1=value_1","user=bkthomps"]}]}' \
+    '{"name":"py.replacing","owner_app":"shop","rate":0.001,"max_permits":10,"descriptors":[{"domain":"example7","entries":["key_2=value_2","user=bkthomps"],"replaces":["py.specific"]}]}'; do
     admin /api/v1/policies "$policy" >/dev/null
 done
 

@@ -6,7 +6,10 @@ RK_GRPC (host:port of the rate limit service), RK_HTTP (the HTTP API's base URL)
 RK_KEY (an API key of the app "shop"), RK_OTHER_KEY (one of the app "other"), and the
 policies it made: py.generic (0.5/s, 2 permits), py.resource (1/s, 10), py.hits
 (0.001/s, 100), py.keyed and py.shared (per_key, 0.001/s, 5), py.burst (0.001/s, 5)
-and py.daily (0.001/s, 1), all of "shop".
+and py.daily (0.001/s, 1), and envoyproxy/ratelimit's Examples 3 and 7 as import-envoy
+makes them, in those examples' domains: py.per-ip (per_key on `remote_address`, 3) beside
+py.blocked-ip (mode block on `remote_address=50.0.0.5`), and py.specific (1 permit)
+replaced by py.replacing (10); all of "shop".
 
 The generated sync stub sends no metadata, so the API key goes with the call the stub
 makes itself: channel.unary_unary(path, serializer, deserializer)(msg, metadata=...).
@@ -54,11 +57,11 @@ def descriptor(*entries, hits=None):
     )
 
 
-def ask(*descriptors, key=KEY, hits_addend=0):
+def ask(*descriptors, key=KEY, hits_addend=0, domain="edge"):
     """ShouldRateLimit with the API key in the metadata, as Envoy's initial_metadata."""
     metadata = [("authorization", f"Bearer {key}")] if key is not None else []
     request = RateLimitRequest(
-        domain="edge", descriptors=list(descriptors), hits_addend=hits_addend
+        domain=domain, descriptors=list(descriptors), hits_addend=hits_addend
     )
     return should_rate_limit(request, metadata=metadata, timeout=30)
 
@@ -221,6 +224,36 @@ class AllOrNothing(unittest.TestCase):
         first = body["remaining"]
         ask(descriptor(("generic_key", "py.hits"), hits=0))
         self.assertEqual(http_check("py.hits")[1]["remaining"], first)
+
+
+class ImportedExamples(unittest.TestCase):
+    """envoyproxy/ratelimit's Example 3 (a limit of 0) and Example 7 (`replaces`), each
+    asked in its own domain."""
+
+    def test_a_blocked_value_is_over_the_limit_with_a_limit_of_zero(self):
+        other = ask(descriptor(("remote_address", "50.0.0.1")), domain="edge_proxy_per_ip")
+        self.assertEqual(other.overall_code, RateLimitResponseCode.OK)
+        self.assertEqual(other.statuses[0].current_limit.name, "py.per-ip")
+        blocked = ask(descriptor(("remote_address", "50.0.0.5")), domain="edge_proxy_per_ip")
+        self.assertEqual(blocked.overall_code, RateLimitResponseCode.OVER_LIMIT)
+        limit = blocked.statuses[0].current_limit
+        self.assertEqual((limit.name, limit.requests_per_unit), ("py.blocked-ip", 0))
+        self.assertEqual(limit.unit, RateLimitResponseRateLimitUnit.SECOND)
+        self.assertEqual(header(blocked, "retry-after"), "1")
+
+    def test_a_replaced_limit_is_not_applied_beside_its_replacement(self):
+        first = descriptor(("key_1", "value_1"), ("user", "bkthomps"))
+        second = descriptor(("key_2", "value_2"), ("user", "bkthomps"))
+        for _ in range(3):
+            both = ask(first, second, domain="example7")
+            self.assertEqual(both.overall_code, RateLimitResponseCode.OK)
+            self.assertIsNone(both.statuses[0].current_limit)
+            self.assertEqual(both.statuses[1].current_limit.name, "py.replacing")
+        # Alone, py.specific applies: its one permit, untouched by the calls above.
+        self.assertEqual(ask(first, domain="example7").overall_code, RateLimitResponseCode.OK)
+        self.assertEqual(
+            ask(first, domain="example7").overall_code, RateLimitResponseCode.OVER_LIMIT
+        )
 
 
 if __name__ == "__main__":
