@@ -30,7 +30,7 @@ pub struct Settings {
     pub redis_timeout_ms: u64,
     /// How long a request waits for a database connection before it answers 503.
     pub database_timeout_ms: u64,
-    /// HTTP worker threads; defaults to the number of cores.
+    /// HTTP worker threads, and as many gRPC ones; defaults to the number of cores.
     pub workers: Option<usize>,
     /// Console requests worked on at once; defaults to half the cores (at least one).
     pub console_concurrency: Option<usize>,
