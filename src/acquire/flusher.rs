@@ -9,9 +9,9 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 use crate::snapshot::Snapshot;
-use ratekeeper_limiter::{Limiter, PolicyCounts, TopBatch};
+use ratekeeper_limiter::{Limiter, PolicyFlush, TopBatch};
 
-use super::TallyRegistry;
+use super::{Taken, TallyRegistry};
 
 /// How often an instance adds its counts to Redis.
 const FLUSH_EVERY: Duration = Duration::from_secs(2);
@@ -26,13 +26,13 @@ pub fn unix_minute_now() -> i64 {
 /// The counts of `taken` summed per owning application (`snapshot` knows the owners; a
 /// policy deleted meanwhile counts for none). A shadow policy's would-be denials were
 /// granted: they count as grants of the application, which denied no one.
-fn per_app(taken: &[PolicyCounts], snapshot: &Snapshot) -> Vec<(String, u64, u64)> {
+fn per_app(taken: &[Taken], snapshot: &Snapshot) -> Vec<(String, u64, u64)> {
     let mut apps: HashMap<String, (u64, u64)> = HashMap::new();
-    for counts in taken {
-        if let Some(entry) = snapshot.policy(&counts.policy) {
+    for t in taken {
+        if let Some(entry) = snapshot.policy(&t.policy) {
             let sums = apps.entry(entry.owner_app.to_string()).or_default();
-            sums.0 += counts.granted + counts.shadow_denied;
-            sums.1 += counts.denied;
+            sums.0 += t.counts.granted + t.counts.shadow_denied;
+            sums.1 += t.counts.denied;
         }
     }
     apps.into_iter().map(|(app, (g, d))| (app, g, d)).collect()
@@ -53,38 +53,29 @@ pub async fn run_flusher(
             () = shutdown.cancelled() => true,
         };
         let minute = unix_minute_now();
-        let tops = tallies.take();
-        let counts: Vec<PolicyCounts> = tops
-            .iter()
-            .map(|t| PolicyCounts {
-                policy: t.policy.clone(),
-                granted: t.counts.granted,
-                denied: t.counts.denied,
-                shadow_denied: t.counts.shadow_denied,
-            })
-            .collect();
-        let apps = per_app(&counts, &snapshot);
+        let taken = tallies.take();
+        let apps = per_app(&taken, &snapshot);
         // A pipeline per FLUSH_CHUNK policies: its commands are built in memory before they
         // are sent, and 10,000 busy policies in one pipeline took some 30 MB every flush.
-        for (i, chunk) in counts.chunks(FLUSH_CHUNK).enumerate() {
+        for (i, chunk) in taken.chunks(FLUSH_CHUNK).enumerate() {
             let apps = if i == 0 { &apps[..] } else { &[] };
-            if let Err(e) = limiter.add_minute_counts(minute, chunk, apps).await {
-                // Lost counts only make a chart lower; the decisions themselves were right.
-                tracing::warn!(error = %e, policies = chunk.len(), "decision counts not stored");
-            }
-        }
-        for chunk in tops.chunks(FLUSH_CHUNK) {
-            let batches: Vec<TopBatch<'_>> = chunk
+            let policies: Vec<PolicyFlush<'_>> = chunk
                 .iter()
-                .map(|t| TopBatch {
-                    policy: &t.policy,
-                    granted: &t.granted,
-                    denied: &t.denied,
-                    shadow_denied: &t.shadow_denied,
+                .map(|t| PolicyFlush {
+                    granted: t.counts.granted,
+                    denied: t.counts.denied,
+                    shadow_denied: t.counts.shadow_denied,
+                    top: TopBatch {
+                        policy: &t.policy,
+                        granted: &t.granted,
+                        denied: &t.denied,
+                        shadow_denied: &t.shadow_denied,
+                    },
                 })
                 .collect();
-            if let Err(e) = limiter.add_top(minute, &batches).await {
-                tracing::warn!(error = %e, policies = chunk.len(), "top callers not stored");
+            if let Err(e) = limiter.add_flush(minute, &policies, apps).await {
+                // Lost counts only make a chart lower; the decisions themselves were right.
+                tracing::warn!(error = %e, policies = chunk.len(), "decision counts not stored");
             }
         }
         if stopping {

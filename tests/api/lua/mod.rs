@@ -6,6 +6,7 @@
 
 mod algorithms;
 mod batch;
+mod flush;
 mod scripts;
 mod state;
 mod token_bucket;

@@ -89,6 +89,8 @@ macro_rules! script {
     };
 }
 
+// The flusher's counts of one policy: usage and top callers in one call.
+script!(FLUSH_POLICY, ["flush_policy.lua"]);
 // Every acquire reads Redis' clock with `lib/clock.lua`. Global policies: config and state
 // in the policy's hash (and a state key beside it). `lib/acquire_gate.lua` holds the
 // checks the algorithms beyond the token bucket share; `lib/<algorithm>.lua` each

@@ -1,8 +1,10 @@
 //! The counts every instance merges into Redis (the flusher's writes) and the console
 //! reads back: granted and denied per policy and minute, and the top callers.
 
+pub(crate) mod flush;
 pub(crate) mod top_keys;
 pub(crate) mod usage;
 
+pub use flush::PolicyFlush;
 pub use top_keys::{CallerCount, TopBatch, TopByOutcome};
-pub use usage::{MinuteCounts, PolicyCounts, UsageSpan};
+pub use usage::{MinuteCounts, UsageSpan};

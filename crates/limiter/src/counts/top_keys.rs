@@ -4,7 +4,6 @@
 //! [`KEEP`] highest after each addition (memory stays flat however many callers there
 //! are) and kept an hour.
 
-use futures_util::future::join_all;
 use serde::Serialize;
 
 use crate::client::{Limiter, LimiterError};
@@ -13,7 +12,7 @@ use crate::client::{Limiter, LimiterError};
 pub const KEEP: isize = 64;
 
 /// How long a minute's top callers are kept.
-const KEEP_MS: i64 = 61 * 60 * 1000;
+pub(crate) const KEEP_MS: i64 = 61 * 60 * 1000;
 
 /// One instance's top callers of one policy over a flush: `(caller, count)` per outcome.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -49,53 +48,8 @@ pub struct CallerCount {
 }
 
 impl Limiter {
-    fn top_key(&self, policy: &str, minute: i64, outcome: char) -> String {
+    pub(crate) fn top_key(&self, policy: &str, minute: i64, outcome: char) -> String {
         format!("{}:top:{{{policy}}}:{minute}:{outcome}", self.keys.prefix())
-    }
-
-    /// Adds one instance's top callers of `minute`.
-    #[tracing::instrument(level = "debug", skip_all, fields(policies = batches.len()))]
-    pub async fn add_top(&self, minute: i64, batches: &[TopBatch<'_>]) -> Result<(), LimiterError> {
-        if self.conn.is_cluster() {
-            // A pipeline stays in one slot on a cluster: one per policy.
-            let sent = join_all(
-                batches
-                    .iter()
-                    .map(|b| self.send_top(minute, std::slice::from_ref(b))),
-            );
-            return sent.await.into_iter().collect();
-        }
-        self.send_top(minute, batches).await
-    }
-
-    async fn send_top(&self, minute: i64, batches: &[TopBatch<'_>]) -> Result<(), LimiterError> {
-        let mut pipe = redis::pipe();
-        let mut any = false;
-        for batch in batches {
-            let by_outcome = [batch.granted, batch.denied, batch.shadow_denied];
-            for (outcome, callers) in OUTCOMES.into_iter().zip(by_outcome) {
-                if callers.is_empty() {
-                    continue;
-                }
-                any = true;
-                let key = self.top_key(batch.policy, minute, outcome);
-                for (caller, n) in callers {
-                    pipe.zincr(&key, caller, *n).ignore();
-                }
-                pipe.cmd("ZREMRANGEBYRANK")
-                    .arg(&key)
-                    .arg(0)
-                    .arg(-(KEEP + 1))
-                    .ignore()
-                    .pexpire(&key, KEEP_MS)
-                    .ignore();
-            }
-        }
-        if !any {
-            return Ok(());
-        }
-        let mut conn = self.conn.clone();
-        self.timed(pipe.query_async::<()>(&mut conn)).await
     }
 
     /// The `limit` top callers of `policy` over the `minutes` minutes up to `now_minute`:

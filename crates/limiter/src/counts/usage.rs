@@ -16,9 +16,9 @@
 use crate::client::{Limiter, LimiterError};
 
 /// How long a string of minutes is kept: a day back from any minute of its hour.
-const KEEP_MINUTES_MS: i64 = 25 * 3600 * 1000;
+pub(crate) const KEEP_MINUTES_MS: i64 = 25 * 3600 * 1000;
 /// How long a string of hours is kept: 30 days back from any hour of its day.
-const KEEP_HOURS_MS: i64 = 31 * 24 * 3600 * 1000;
+pub(crate) const KEEP_HOURS_MS: i64 = 31 * 24 * 3600 * 1000;
 /// Bytes per (granted, denied) pair.
 pub(crate) const PAIR_BYTES: usize = 8;
 
@@ -29,16 +29,6 @@ pub struct MinuteCounts {
     pub granted: u64,
     pub denied: u64,
     /// Granted by a shadow policy that would have denied them (not in `granted`).
-    pub shadow_denied: u64,
-}
-
-/// One instance's counts of one policy over a flush.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct PolicyCounts {
-    pub policy: String,
-    pub granted: u64,
-    pub denied: u64,
-    /// Granted by a shadow policy that would have denied them.
     pub shadow_denied: u64,
 }
 
@@ -154,88 +144,15 @@ impl UsageSpan {
     }
 }
 
-impl Limiter {
-    /// Adds one instance's counts of `minute`, for many policies in one pipeline: to the
-    /// minute's slot of its hour and to the hour's slot of its day; and the same counts
-    /// summed per owning application (`apps`) to the application's minutes.
-    #[tracing::instrument(level = "debug", skip_all, fields(minute = minute, policies = counts.len()))]
-    pub async fn add_minute_counts(
-        &self,
-        minute: i64,
-        counts: &[PolicyCounts],
-        apps: &[(String, u64, u64)],
-    ) -> Result<(), LimiterError> {
-        if counts.is_empty() && apps.is_empty() {
-            return Ok(());
-        }
-        let hour = minute.div_euclid(60);
-        let day = minute.div_euclid(24 * 60);
-        let minute_slot = 2 * minute.rem_euclid(60);
-        let hour_slot = 2 * hour.rem_euclid(24);
-        let mut pipe = redis::pipe();
-        for counts in counts {
-            let policy = &counts.policy;
-            // u32 slots: a count past 4 billion in a minute stays at the maximum.
-            let (granted, denied) = (
-                counts.granted.min(u64::from(u32::MAX)),
-                counts.denied.min(u64::from(u32::MAX)),
-            );
-            add_counts(
-                &mut pipe,
-                &self.keys.usage_minutes(policy, hour),
-                minute_slot,
-                &[granted, denied],
-                KEEP_MINUTES_MS,
-            );
-            add_counts(
-                &mut pipe,
-                &self.keys.usage_hours(policy, day),
-                hour_slot,
-                &[granted, denied],
-                KEEP_HOURS_MS,
-            );
-            if counts.shadow_denied > 0 {
-                let shadow = counts.shadow_denied.min(u64::from(u32::MAX));
-                let minute_key = self.keys.usage_shadow_minutes(policy, hour);
-                add_counts(
-                    &mut pipe,
-                    &minute_key,
-                    minute_slot / 2,
-                    &[shadow],
-                    KEEP_MINUTES_MS,
-                );
-                let hour_key = self.keys.usage_shadow_hours(policy, day);
-                add_counts(
-                    &mut pipe,
-                    &hour_key,
-                    hour_slot / 2,
-                    &[shadow],
-                    KEEP_HOURS_MS,
-                );
-            }
-        }
-        for (app, granted, denied) in apps {
-            let pair = (
-                (*granted).min(u64::from(u32::MAX)),
-                (*denied).min(u64::from(u32::MAX)),
-            );
-            let key = self.keys.usage_app_minutes(app, hour);
-            add_counts(
-                &mut pipe,
-                &key,
-                minute_slot,
-                &[pair.0, pair.1],
-                KEEP_MINUTES_MS,
-            );
-        }
-        let mut conn = self.conn.clone();
-        self.timed(pipe.query_async::<()>(&mut conn)).await
-    }
-}
-
 /// `BITFIELD key OVERFLOW SAT INCRBY u32 #slot n0 INCRBY u32 #slot+1 n1 ...` (saturating
 /// u32 counters from `slot` on), and the key's expiry, queued on `pipe`.
-fn add_counts(pipe: &mut redis::Pipeline, key: &str, slot: i64, counts: &[u64], keep: i64) {
+pub(crate) fn add_counts(
+    pipe: &mut redis::Pipeline,
+    key: &str,
+    slot: i64,
+    counts: &[u64],
+    keep: i64,
+) {
     let cmd = pipe.cmd("BITFIELD").arg(key).arg("OVERFLOW").arg("SAT");
     for (i, n) in (slot..).zip(counts) {
         cmd.arg("INCRBY").arg("u32").arg(format!("#{i}")).arg(*n);

@@ -1,0 +1,126 @@
+//! The flusher's write: one instance's counts and top callers of a minute, one script call
+//! per busy policy (`lua/flush_policy.lua`: its usage pairs, its shadow counts and its top
+//! callers together, expiries set once per key), and each owning application's pair of
+//! the minute.
+
+use futures_util::future::join_all;
+
+use crate::client::{Limiter, LimiterError, scripts};
+
+use super::top_keys::{KEEP, KEEP_MS, TopBatch};
+use super::usage::{KEEP_HOURS_MS, KEEP_MINUTES_MS, add_counts};
+
+/// One instance's decisions on one policy over a flush: its counts and its top callers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PolicyFlush<'a> {
+    pub granted: u64,
+    pub denied: u64,
+    /// Granted by a shadow policy that would have denied them.
+    pub shadow_denied: u64,
+    pub top: TopBatch<'a>,
+}
+
+impl Limiter {
+    /// Adds one instance's decisions of `minute`: per policy to the minute's slot of its
+    /// hour, the hour's slot of its day and the minute's top callers; and the same counts
+    /// summed per owning application (`apps`) to the application's minutes. One pipeline
+    /// (on a cluster, one per policy, each in its slot, and one for the applications).
+    #[tracing::instrument(level = "debug", skip_all, fields(minute = minute, policies = policies.len()))]
+    pub async fn add_flush(
+        &self,
+        minute: i64,
+        policies: &[PolicyFlush<'_>],
+        apps: &[(String, u64, u64)],
+    ) -> Result<(), LimiterError> {
+        if self.conn.is_cluster() {
+            let mut sent: Vec<_> = policies
+                .iter()
+                .map(|p| self.send_flush(minute, std::slice::from_ref(p), &[]))
+                .collect();
+            sent.push(self.send_flush(minute, &[], apps));
+            return join_all(sent).await.into_iter().collect();
+        }
+        self.send_flush(minute, policies, apps).await
+    }
+
+    /// One pipeline: the script loaded (a flushed script cache is no error), one call per
+    /// policy, the applications' pairs; nothing at all when there is nothing to add.
+    async fn send_flush(
+        &self,
+        minute: i64,
+        policies: &[PolicyFlush<'_>],
+        apps: &[(String, u64, u64)],
+    ) -> Result<(), LimiterError> {
+        if policies.is_empty() && apps.is_empty() {
+            return Ok(());
+        }
+        let (hour, day) = (minute.div_euclid(60), minute.div_euclid(24 * 60));
+        let minute_slot = 2 * minute.rem_euclid(60);
+        let mut pipe = redis::pipe();
+        if !policies.is_empty() {
+            pipe.load_script(&scripts::FLUSH_POLICY).ignore();
+        }
+        for p in policies {
+            pipe.invoke_script(&self.flush_invocation(minute, hour, day, p))
+                .ignore();
+        }
+        for (app, granted, denied) in apps {
+            add_counts(
+                &mut pipe,
+                &self.keys.usage_app_minutes(app, hour),
+                minute_slot,
+                &[saturated(*granted), saturated(*denied)],
+                KEEP_MINUTES_MS,
+            );
+        }
+        let mut conn = self.conn.clone();
+        self.timed(pipe.query_async::<()>(&mut conn)).await
+    }
+
+    /// `lua/flush_policy.lua`'s call for one policy (its keys and arguments in the order
+    /// the script's header gives).
+    fn flush_invocation(
+        &self,
+        minute: i64,
+        hour: i64,
+        day: i64,
+        p: &PolicyFlush<'_>,
+    ) -> redis::ScriptInvocation<'static> {
+        let policy = p.top.policy;
+        let mut call = scripts::FLUSH_POLICY.prepare_invoke();
+        call.key(self.keys.usage_minutes(policy, hour))
+            .key(self.keys.usage_hours(policy, day))
+            .key(self.keys.usage_shadow_minutes(policy, hour))
+            .key(self.keys.usage_shadow_hours(policy, day))
+            .key(self.top_key(policy, minute, 'g'))
+            .key(self.top_key(policy, minute, 'd'))
+            .key(self.top_key(policy, minute, 's'))
+            .arg(2 * minute.rem_euclid(60))
+            .arg(2 * hour.rem_euclid(24))
+            .arg(saturated(p.granted))
+            .arg(saturated(p.denied))
+            .arg(saturated(p.shadow_denied))
+            .arg(KEEP_MINUTES_MS)
+            .arg(KEEP_HOURS_MS)
+            .arg(KEEP_MS)
+            .arg(KEEP)
+            .arg(p.top.granted.len())
+            .arg(p.top.denied.len())
+            .arg(p.top.shadow_denied.len());
+        for (caller, n) in p
+            .top
+            .granted
+            .iter()
+            .chain(p.top.denied)
+            .chain(p.top.shadow_denied)
+        {
+            call.arg(caller.as_str()).arg(*n);
+        }
+        call
+    }
+}
+
+/// A count in a u32 slot: past 4 billion in a minute it stays at the maximum.
+fn saturated(n: u64) -> u64 {
+    n.min(u64::from(u32::MAX))
+}

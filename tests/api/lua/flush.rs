@@ -1,0 +1,137 @@
+//! `lua/flush_policy.lua`, through the flusher's write (`Limiter::add_flush`): one call per
+//! policy adds its usage pairs, its shadow counts and its top callers (trimmed), and sets
+//! each key's expiry once: a later flush leaves a set expiry alone, and a key without one
+//! (Redis lost it, or it came back) gets it again.
+
+use std::time::Duration;
+
+use ratekeeper_limiter::{Limiter, PolicyFlush, TopBatch};
+
+use crate::helpers::{redis_url, test_prefix};
+
+/// A Unix minute (minute 20 of its hour).
+const MINUTE: i64 = 29_000_000;
+
+async fn pttl(conn: &mut redis::aio::MultiplexedConnection, key: &str) -> i64 {
+    redis::cmd("PTTL").arg(key).query_async(conn).await.unwrap()
+}
+
+async fn u32s(
+    conn: &mut redis::aio::MultiplexedConnection,
+    key: &str,
+    from: i64,
+    n: i64,
+) -> Vec<i64> {
+    let mut cmd = redis::cmd("BITFIELD");
+    cmd.arg(key);
+    for i in from..from + n {
+        cmd.arg("GET").arg("u32").arg(format!("#{i}"));
+    }
+    cmd.query_async(conn).await.unwrap()
+}
+
+#[tokio::test]
+async fn one_call_per_policy_adds_counts_and_callers_and_sets_each_expiry_once() {
+    let prefix = test_prefix("flush");
+    let limiter = Limiter::new(&redis_url(), &prefix, Duration::from_secs(5)).unwrap();
+    let mut conn = redis::Client::open(redis_url())
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    let granted: Vec<(String, u64)> = (0..70).map(|i| (format!("user-{i}"), 70 - i)).collect();
+    let denied = vec![("bob".to_owned(), 2)];
+    let shadow = vec![("eve".to_owned(), 4)];
+    let flush = PolicyFlush {
+        granted: 10,
+        denied: 2,
+        shadow_denied: 4,
+        top: TopBatch {
+            policy: "p",
+            granted: &granted,
+            denied: &denied,
+            shadow_denied: &shadow,
+        },
+    };
+    let apps = [("shop".to_owned(), 14, 2)];
+    limiter
+        .add_flush(MINUTE, std::slice::from_ref(&flush), &apps)
+        .await
+        .unwrap();
+
+    let (hour, day) = (MINUTE / 60, MINUTE / (24 * 60));
+    let minutes = format!("{prefix}:activity:{{p}}:m:{hour}");
+    let hours = format!("{prefix}:activity:{{p}}:h:{day}");
+    let shadow_minutes = format!("{prefix}:activity:{{p}}:sm:{hour}");
+    let top_granted = format!("{prefix}:top:{{p}}:{MINUTE}:g");
+    let app_minutes = format!("{prefix}:activity:app:{{shop}}:m:{hour}");
+    let slot = 2 * (MINUTE % 60);
+    assert_eq!(u32s(&mut conn, &minutes, slot, 2).await, [10, 2]);
+    let hour_slot = 2 * (hour % 24);
+    assert_eq!(u32s(&mut conn, &hours, hour_slot, 2).await, [10, 2]);
+    assert_eq!(u32s(&mut conn, &shadow_minutes, slot / 2, 1).await, [4]);
+    assert_eq!(u32s(&mut conn, &app_minutes, slot, 2).await, [14, 2]);
+    let kept: i64 = redis::cmd("ZCARD")
+        .arg(&top_granted)
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(kept, 64, "trimmed to the 64 highest of 70 callers");
+    let top = limiter.top("p", MINUTE, 1, 3).await.unwrap();
+    assert_eq!(top.granted[0].key, "user-0");
+    assert_eq!(
+        (top.denied[0].key.as_str(), top.denied[0].count),
+        ("bob", 2)
+    );
+    assert_eq!(top.shadow_denied[0].count, 4);
+    for key in [
+        &minutes,
+        &hours,
+        &shadow_minutes,
+        &top_granted,
+        &app_minutes,
+    ] {
+        assert!(pttl(&mut conn, key).await > 0, "{key} has an expiry");
+    }
+
+    // An expiry already set is left alone by the next flush; a key without one gets it.
+    for key in [&minutes, &top_granted] {
+        let _: () = redis::cmd("PEXPIRE")
+            .arg(key)
+            .arg(500_000)
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+    }
+    let _: () = redis::cmd("PERSIST")
+        .arg(&hours)
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    limiter.add_flush(MINUTE, &[flush], &[]).await.unwrap();
+    assert_eq!(
+        u32s(&mut conn, &minutes, slot, 2).await,
+        [20, 4],
+        "added, not set"
+    );
+    assert!(
+        pttl(&mut conn, &minutes).await <= 500_000,
+        "the set expiry stays"
+    );
+    assert!(pttl(&mut conn, &top_granted).await <= 500_000);
+    assert!(
+        pttl(&mut conn, &hours).await > 500_000,
+        "a key without an expiry gets its own again"
+    );
+
+    let keys: Vec<String> = redis::cmd("KEYS")
+        .arg(format!("{prefix}:*"))
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    let _: () = redis::cmd("DEL")
+        .arg(keys)
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+}
