@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use ratekeeper_limiter::{Limiter, PolicyFlush, TopBatch};
 
-use crate::helpers::{redis_url, test_prefix};
+use crate::helpers::{LocalCluster, redis_url, test_prefix};
 
 /// A Unix minute (minute 20 of its hour).
 const MINUTE: i64 = 29_000_000;
@@ -134,4 +134,49 @@ async fn one_call_per_policy_adds_counts_and_callers_and_sets_each_expiry_once()
         .query_async(&mut conn)
         .await
         .unwrap();
+}
+
+#[tokio::test]
+async fn on_a_cluster_each_policy_is_written_in_its_own_slot() {
+    let cluster = LocalCluster::start().await;
+    let limiter = Limiter::new(
+        &cluster.url(),
+        &test_prefix("flush-cluster"),
+        Duration::from_secs(5),
+    )
+    .unwrap();
+    // Policies whose hash tags fall on every master, each flushed with its own caller.
+    let names: Vec<String> = (0..12).map(|i| format!("spread.{i}")).collect();
+    let callers: Vec<Vec<(String, u64)>> = names
+        .iter()
+        .map(|name| vec![(format!("caller-of-{name}"), 3)])
+        .collect();
+    let flushes: Vec<PolicyFlush<'_>> = names
+        .iter()
+        .zip(&callers)
+        .map(|(name, callers)| PolicyFlush {
+            granted: 3,
+            denied: 0,
+            shadow_denied: 0,
+            top: TopBatch {
+                policy: name,
+                granted: callers,
+                denied: &[],
+                shadow_denied: &[],
+            },
+        })
+        .collect();
+    let apps = [("shop".to_owned(), 30, 0), ("billing".to_owned(), 6, 0)];
+    limiter.add_flush(MINUTE, &flushes, &apps).await.unwrap();
+    for name in &names {
+        let top = limiter.top(name, MINUTE, 1, 5).await.unwrap();
+        assert_eq!(top.granted.len(), 1, "{name}: {top:?}");
+        assert_eq!(top.granted[0].key, format!("caller-of-{name}"));
+        assert_eq!(top.granted[0].count, 3);
+    }
+    let usage = limiter
+        .apps_recent_usage(&["shop", "billing"], MINUTE, 1)
+        .await
+        .unwrap();
+    assert_eq!(usage, [(30, 0), (6, 0)]);
 }

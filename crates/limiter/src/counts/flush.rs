@@ -24,7 +24,7 @@ impl Limiter {
     /// Adds one instance's decisions of `minute`: per policy to the minute's slot of its
     /// hour, the hour's slot of its day and the minute's top callers; and the same counts
     /// summed per owning application (`apps`) to the application's minutes. One pipeline
-    /// (on a cluster, one per policy, each in its slot, and one for the applications).
+    /// (on a cluster, one per policy and one per application, each in its slot).
     #[tracing::instrument(level = "debug", skip_all, fields(minute = minute, policies = policies.len()))]
     pub async fn add_flush(
         &self,
@@ -33,11 +33,15 @@ impl Limiter {
         apps: &[(String, u64, u64)],
     ) -> Result<(), LimiterError> {
         if self.conn.is_cluster() {
-            let mut sent: Vec<_> = policies
+            // A pipeline stays in one slot: one per policy, and one per application (whose
+            // keys carry its own tag).
+            let sent = policies
                 .iter()
                 .map(|p| self.send_flush(minute, std::slice::from_ref(p), &[]))
-                .collect();
-            sent.push(self.send_flush(minute, &[], apps));
+                .chain(
+                    apps.iter()
+                        .map(|a| self.send_flush(minute, &[], std::slice::from_ref(a))),
+                );
             return join_all(sent).await.into_iter().collect();
         }
         self.send_flush(minute, policies, apps).await

@@ -162,7 +162,8 @@ pub(crate) fn add_counts(
 
 impl Limiter {
     /// Each application's granted and denied acquires (of its own policies) over the
-    /// `minutes` minutes (1 to 60) up to `now_minute`: one pipeline of two reads each.
+    /// `minutes` minutes (1 to 60) up to `now_minute`: one pipeline of two reads each (on a
+    /// cluster, one per application, whose keys carry its own tag).
     #[tracing::instrument(level = "debug", skip_all, fields(apps = apps.len()))]
     pub async fn apps_recent_usage(
         &self,
@@ -173,6 +174,26 @@ impl Limiter {
         if apps.is_empty() {
             return Ok(Vec::new());
         }
+        if self.conn.is_cluster() {
+            let each = apps
+                .iter()
+                .map(|app| self.read_apps_usage(std::slice::from_ref(app), now_minute, minutes));
+            let read: Result<Vec<Vec<(u64, u64)>>, LimiterError> =
+                futures_util::future::join_all(each)
+                    .await
+                    .into_iter()
+                    .collect();
+            return Ok(read?.into_iter().flatten().collect());
+        }
+        self.read_apps_usage(apps, now_minute, minutes).await
+    }
+
+    async fn read_apps_usage(
+        &self,
+        apps: &[&str],
+        now_minute: i64,
+        minutes: i64,
+    ) -> Result<Vec<(u64, u64)>, LimiterError> {
         let minutes = minutes.clamp(1, 60);
         let first = now_minute - minutes + 1;
         let hour = now_minute.div_euclid(60);
