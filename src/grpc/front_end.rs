@@ -19,6 +19,9 @@ use tokio_util::sync::CancellationToken;
 
 use super::server::RateLimiter;
 
+/// How long the acceptor waits after a failed accept before the next.
+const ACCEPT_PAUSE: std::time::Duration = std::time::Duration::from_millis(100);
+
 /// Makes a worker's [`RateLimiter`], on that worker's thread (its Redis connection is
 /// then that thread's).
 pub type MakeLimiter = Arc<dyn Fn() -> RateLimiter + Send + Sync>;
@@ -100,9 +103,14 @@ async fn accept(
             accepted = listener.accept() => match accepted {
                 Ok(accepted) => accepted,
                 // A connection that failed before it was accepted (reset, too many open
-                // files): the listener itself is fine.
+                // files): the listener itself is fine. A pause before the next, so that a
+                // lasting cause (no file descriptor left) is not retried in a busy loop.
                 Err(e) => {
                     tracing::warn!(error = %e, "a gRPC connection could not be accepted");
+                    tokio::select! {
+                        () = stop.cancelled() => return Ok(()),
+                        () = tokio::time::sleep(ACCEPT_PAUSE) => {}
+                    }
                     continue;
                 }
             },
