@@ -102,3 +102,27 @@ async fn an_all_call_with_a_blocked_item_takes_nothing() {
         .await;
     expect_problem(missing, StatusCode::UNPROCESSABLE_ENTITY).await;
 }
+
+#[tokio::test]
+async fn the_console_says_a_policy_is_blocked_and_offers_the_mode() {
+    let app = spawn_app(Db::Sqlite).await;
+    app.shop_with_policy("orders.create", 0.001, 5).await;
+    app.edit_policy("orders.create", json!({"mode": "block"}))
+        .await;
+    let mut admin = app.sign_in_as_admin().await;
+
+    let table = admin.get("/apps/shop").await;
+    table.assert_status(StatusCode::OK);
+    assert!(
+        table.has("data-col=\"mode\" title=\"Every request denied until an owner lifts the block\">blocked</strong>"),
+        "the application's table marks it"
+    );
+    let page = admin.get("/policies/orders.create/overview").await;
+    page.assert_status(StatusCode::OK);
+    assert!(page.has("<strong class=\"danger\">block: every request denied</strong>"));
+    let form = admin.get("/policies/orders.create/edit").await;
+    assert!(
+        form.has("<option value=\"block\" selected>"),
+        "the form keeps it"
+    );
+}
