@@ -1,5 +1,5 @@
 //! What Redis spends inside the acquire scripts, per call and per acquire, by the shape of
-//! a batch: read from Redis' own `INFO commandstats` (the time of each EVALSHA, and of the
+//! a batch: read from Redis' own `INFO commandstats` (the time of each FCALL, and of the
 //! commands the scripts ran inside it), not from a client's clock, so the HTTP server and
 //! the network are out of the figures. the benchmark (bench/) runs it against its private Redis
 //! once the server is stopped:
@@ -31,7 +31,8 @@ use std::time::Duration;
 use futures_util::{StreamExt, stream};
 use ratekeeper_limiter::decide::reply::{Code, REPLY_LEN};
 use ratekeeper_limiter::domain::{Algorithm, AppSlug, PolicyName, Scope};
-use ratekeeper_limiter::scripts::{self, LuaScript, batch_reply_integers};
+use ratekeeper_limiter::functions;
+use ratekeeper_limiter::scripts::batch_reply_integers;
 use ratekeeper_limiter::{AcquireCall, BucketLimits, KeyedBucket, Limiter, PolicyConfig};
 use redis::aio::MultiplexedConnection;
 use redis::{AsyncConnectionConfig, Cmd, RedisResult};
@@ -68,14 +69,6 @@ impl Shape {
             Self::OneBucket => "batch: one hot bucket",
             Self::DistinctPolicies => "batch: distinct policies",
             Self::DistinctKeys => "batch: distinct keyed buckets",
-        }
-    }
-
-    fn script(self) -> &'static LuaScript {
-        match self {
-            Self::AloneGlobal => &scripts::TOKEN_BUCKET,
-            Self::AloneKeyed => scripts::keyed_acquire_script(Algorithm::TokenBucket),
-            _ => &scripts::ACQUIRE_BATCH,
         }
     }
 }
@@ -226,17 +219,17 @@ async fn round(
         anyhow::ensure!(granted, "{}: a reply not granted: {reply:?}", shape.label());
     }
     let stats = command_stats(&info);
-    let (evalsha_calls, evalsha_usec) = stats.get("evalsha").copied().unwrap_or_default();
+    let (fcall_calls, fcall_usec) = stats.get("fcall").copied().unwrap_or_default();
     anyhow::ensure!(
-        evalsha_calls as usize == calls,
-        "{evalsha_calls} EVALSHA counted for {calls} sent: is another client using this Redis?"
+        fcall_calls as usize == calls,
+        "{fcall_calls} FCALL counted for {calls} sent: is another client using this Redis?"
     );
     let inside: f64 = stats
         .iter()
-        .filter(|(name, _)| !matches!(name.as_str(), "evalsha" | "config|resetstat"))
+        .filter(|(name, _)| !matches!(name.as_str(), "fcall" | "config|resetstat"))
         .map(|(_, (_, usec))| usec)
         .sum();
-    Ok((evalsha_usec / calls as f64, inside / (calls * size) as f64))
+    Ok((fcall_usec / calls as f64, inside / (calls * size) as f64))
 }
 
 /// Deletes every key of this example.
@@ -277,9 +270,10 @@ async fn main() -> anyhow::Result<()> {
     let mut conn = client
         .get_multiplexed_async_connection_with_config(&config)
         .await?;
-    for shape in [Shape::AloneGlobal, Shape::AloneKeyed, Shape::OneBucket] {
-        shape.script().load_async(&mut conn).await?;
-    }
+    functions::LIBRARY
+        .load_cmd()
+        .query_async::<()>(&mut conn)
+        .await?;
     let fixture = Fixture::new(&url)?;
     fixture.write_policies().await?;
     let mut runs = vec![(Shape::AloneGlobal, 1), (Shape::AloneKeyed, 1)];

@@ -22,25 +22,6 @@ local now_us = redis_now_us()
 local pack = struct.pack
 local SLIDING_LOG = ALGORITHM_INDEX.sliding_log
 local CONCURRENCY = ALGORITHM_INDEX.concurrency
-local I = ALGORITHM_INDEX
-local ACQUIRE = {[I.token_bucket] = token_bucket_acquire_global,
-  [I.fixed_window] = fixed_window_global, [SLIDING_LOG] = sliding_log_global,
-  [I.sliding_window] = sliding_window_global, [CONCURRENCY] = concurrency_global,
-  [I.gcra] = gcra_global}
-local KEYED = {[I.token_bucket] = token_bucket_keyed, [I.fixed_window] = fixed_window_keyed,
-  [SLIDING_LOG] = sliding_log_keyed, [I.sliding_window] = sliding_window_keyed,
-  [CONCURRENCY] = concurrency_keyed, [I.gcra] = gcra_keyed}
-local GIVE = {[I.token_bucket] = token_bucket_give_back_global,
-  [I.fixed_window] = fixed_window_give_back_global,
-  [SLIDING_LOG] = sliding_log_give_back_global,
-  [I.sliding_window] = sliding_window_give_back_global,
-  [CONCURRENCY] = concurrency_give_back_global, [I.gcra] = gcra_give_back_global}
-local GIVE_KEYED = {[I.token_bucket] = token_bucket_give_back_keyed,
-  [I.fixed_window] = fixed_window_give_back_keyed,
-  [SLIDING_LOG] = sliding_log_give_back_keyed,
-  [I.sliding_window] = sliding_window_give_back_keyed,
-  [CONCURRENCY] = concurrency_give_back_keyed, [I.gcra] = gcra_give_back_keyed}
-local STATE_KEY = {[I.fixed_window] = true, [SLIDING_LOG] = true, [CONCURRENCY] = true}
 
 local replies = {}
 local taken = {}    -- per grant to give back if the call fails: {its reply, its give-back}
@@ -55,16 +36,16 @@ while a <= #ARGV do
   local reply, give
   if kind > 0 then
     local state_key = nil
-    if STATE_KEY[kind] then
+    if WITH_STATE_KEY[kind] then
       state_key = KEYS[k + 1]
     end
     local permits, app, id = tonumber(ARGV[a + 2]), ARGV[a + 3], nil
     if with_id then
       id = ARGV[a + 4]
     end
-    reply = ACQUIRE[kind](key, state_key, permits, app, id, now_us)
+    reply = ACQUIRE_GLOBAL[kind](key, state_key, permits, app, id, now_us)
     give = function()
-      return GIVE[kind](key, state_key, permits, app, id, now_us, now_us)
+      return GIVE_BACK_GLOBAL[kind](key, state_key, permits, app, id, now_us, now_us)
     end
   else
     local at = a + 2
@@ -72,9 +53,9 @@ while a <= #ARGV do
     if with_id then
       id = ARGV[at + BATCH_ARGS.keyed]
     end
-    reply = keyed_acquire(KEYED[-kind], key, ARGV, at, now_us)
+    reply = keyed_acquire(ACQUIRE_KEYED[-kind], key, ARGV, at, now_us)
     give = function()
-      return keyed_give_back(GIVE_KEYED[-kind], key, ARGV, at, id, now_us, now_us)
+      return keyed_give_back(GIVE_BACK_KEYED[-kind], key, ARGV, at, id, now_us, now_us)
     end
   end
   local code = reply[1]
@@ -93,7 +74,7 @@ while a <= #ARGV do
   if kind > 0 then
     a = a + 2 + BATCH_ARGS.global
     k = k + 1
-    if STATE_KEY[kind] then
+    if WITH_STATE_KEY[kind] then
       k = k + 1
     end
   else

@@ -38,24 +38,6 @@ local REPLY_FORMAT = '<i8i8i8i8i8i8'
 local TOKEN_BUCKET = ALGORITHM_INDEX.token_bucket
 local SLIDING_LOG = ALGORITHM_INDEX.sliding_log
 local CONCURRENCY = ALGORITHM_INDEX.concurrency
-local GLOBAL = {
-  [ALGORITHM_INDEX.fixed_window] = fixed_window_global,
-  [SLIDING_LOG] = sliding_log_global,
-  [ALGORITHM_INDEX.sliding_window] = sliding_window_global,
-  [CONCURRENCY] = concurrency_global,
-  [ALGORITHM_INDEX.gcra] = gcra_global,
-}
-local KEYED = {
-  [ALGORITHM_INDEX.fixed_window] = fixed_window_keyed,
-  [SLIDING_LOG] = sliding_log_keyed,
-  [ALGORITHM_INDEX.sliding_window] = sliding_window_keyed,
-  [CONCURRENCY] = concurrency_keyed,
-  [ALGORITHM_INDEX.gcra] = gcra_keyed,
-}
--- The global algorithms with a state key beside the hash.
-local STATE_KEY = {[ALGORITHM_INDEX.fixed_window] = true, [SLIDING_LOG] = true,
-  [CONCURRENCY] = true}
-
 -- Token buckets asked for in this batch, by key, their state kept up to date: a global
 -- one is its HMGET reply, tokens and last at 6 and 7 (where HMGET put them); a keyed one
 -- {tokens, last, reset_after_ms of its last grant (its expiry)}.
@@ -160,17 +142,17 @@ while a <= args do
       id = ARGV[a + 4]
     end
     local state_key = nil
-    if STATE_KEY[kind] then
+    if WITH_STATE_KEY[kind] then
       state_key = KEYS[k + 1]
     end
-    local decide = GLOBAL[kind]
+    local decide = ACQUIRE_GLOBAL[kind]
     local permits, app = tonumber(ARGV[a + 2]), ARGV[a + 3]
     for _ = 1, count do
       repeat_reply(decide(key, state_key, permits, app, id, now_us), 1)
     end
   else
     for _ = 1, count do
-      repeat_reply(keyed_acquire(KEYED[-kind], key, ARGV, a + 2, now_us), 1)
+      repeat_reply(keyed_acquire(ACQUIRE_KEYED[-kind], key, ARGV, a + 2, now_us), 1)
     end
   end
   -- On to the next entry: after its kind and count, a global one takes BATCH_ARGS.global
@@ -179,7 +161,7 @@ while a <= args do
   if kind > 0 then
     a = a + 2 + BATCH_ARGS.global
     k = k + 1
-    if STATE_KEY[kind] then
+    if WITH_STATE_KEY[kind] then
       k = k + 1
     end
   else

@@ -23,18 +23,6 @@
 local now_us = redis_now_us()
 local SLIDING_LOG = ALGORITHM_INDEX.sliding_log
 local CONCURRENCY = ALGORITHM_INDEX.concurrency
-local I = ALGORITHM_INDEX
-local GIVE = {[I.token_bucket] = token_bucket_give_back_global,
-  [I.fixed_window] = fixed_window_give_back_global,
-  [SLIDING_LOG] = sliding_log_give_back_global,
-  [I.sliding_window] = sliding_window_give_back_global,
-  [CONCURRENCY] = concurrency_give_back_global, [I.gcra] = gcra_give_back_global}
-local GIVE_KEYED = {[I.token_bucket] = token_bucket_give_back_keyed,
-  [I.fixed_window] = fixed_window_give_back_keyed,
-  [SLIDING_LOG] = sliding_log_give_back_keyed,
-  [I.sliding_window] = sliding_window_give_back_keyed,
-  [CONCURRENCY] = concurrency_give_back_keyed, [I.gcra] = gcra_give_back_keyed}
-local STATE_KEY = {[I.fixed_window] = true, [SLIDING_LOG] = true, [CONCURRENCY] = true}
 
 local out = {}
 local a, k = 1, 1
@@ -62,12 +50,13 @@ while a <= #ARGV do
   end
   if kind > 0 then
     local state_key = nil
-    if STATE_KEY[kind] then
+    if WITH_STATE_KEY[kind] then
       state_key = KEYS[k + 1]
     end
-    reply = GIVE[kind](key, state_key, tonumber(ARGV[a + 2]), ARGV[a + 3], id, at_us, now_us)
+    reply = GIVE_BACK_GLOBAL[kind](key, state_key, tonumber(ARGV[a + 2]), ARGV[a + 3], id, at_us,
+      now_us)
   else
-    reply = keyed_give_back(GIVE_KEYED[-kind], key, ARGV, a + 2, id, at_us, now_us)
+    reply = keyed_give_back(GIVE_BACK_KEYED[-kind], key, ARGV, a + 2, id, at_us, now_us)
   end
   for i = 1, 6 do
     out[#out + 1] = reply[i]
@@ -75,7 +64,7 @@ while a <= #ARGV do
   if kind > 0 then
     a = a + 2 + BATCH_ARGS.global
     k = k + 1
-    if STATE_KEY[kind] then
+    if WITH_STATE_KEY[kind] then
       k = k + 1
     end
   else

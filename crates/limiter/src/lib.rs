@@ -15,7 +15,7 @@ pub mod views;
 
 mod policy_config;
 
-pub use client::{KeySpace, Limiter, LimiterError, RedisConn, StateKey, scripts};
+pub use client::{KeySpace, Limiter, LimiterError, RedisConn, StateKey, functions, scripts};
 pub use counts::{CallerCount, MinuteCounts, PolicyFlush, TopBatch, TopByOutcome, UsageSpan};
 pub use decide::reply::Code;
 pub use decide::{

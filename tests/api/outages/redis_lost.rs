@@ -103,3 +103,34 @@ async fn a_policy_whose_key_redis_lost_is_put_back_by_the_request_that_finds_it_
     );
     drop(redis);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_redis_that_lost_the_functions_gets_them_again_from_the_acquire_that_finds_them_missing()
+{
+    let redis = RedisProcess::start().await;
+    let (app, shop, _) = shop_and_other(&redis.url(), 500).await;
+    assert_eq!(acquire(&app, &shop, "closed.p").await.0, StatusCode::OK);
+    let mut conn = app.redis.clone();
+    let _: () = redis::cmd("FUNCTION")
+        .arg("FLUSH")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+
+    // Only the functions went: decided by Redis again, not by the failure mode.
+    let (status, body) = acquire(&app, &shop, "closed.p").await;
+    assert_eq!(
+        (status, &body["degraded"]),
+        (StatusCode::OK, &Value::Null),
+        "{body}"
+    );
+    let libraries: Vec<redis::Value> = redis::cmd("FUNCTION")
+        .arg("LIST")
+        .arg("LIBRARYNAME")
+        .arg("ratekeeper_*")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(libraries.len(), 1, "{libraries:?}");
+    drop(redis);
+}

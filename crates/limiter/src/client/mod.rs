@@ -2,6 +2,7 @@
 //! scripts, and one timeout around every call.
 
 mod connection;
+pub mod functions;
 mod keys;
 pub mod scripts;
 

@@ -9,7 +9,8 @@ use redis::cluster_routing::Slot;
 use tokio::sync::oneshot;
 use tokio::time::Instant;
 
-use crate::client::{Limiter, LimiterError, scripts};
+use crate::client::scripts::LuaScript;
+use crate::client::{Limiter, LimiterError, functions, scripts};
 use crate::decide::batch::{Alone, Reply};
 use crate::decide::batch_figures::BatchFigures;
 use crate::decide::batch_plan::{Entry, Plan};
@@ -130,28 +131,47 @@ impl Limiter {
         })
     }
 
-    /// Runs a script call made by [`AcquireCall`], loading the script first when Redis does
-    /// not have it (a restart, a `SCRIPT FLUSH`), as `redis::ScriptInvocation` does.
+    /// Runs a script call made by [`AcquireCall`], loading the script (or the library of
+    /// functions) first when Redis does not have it (a restart, a `SCRIPT FLUSH`, a
+    /// `FUNCTION FLUSH`), as `redis::ScriptInvocation` does.
     pub(crate) async fn run_script<T: redis::FromRedisValue>(
         &self,
-        script: &redis::Script,
+        script: &LuaScript,
         cmd: &Cmd,
         deadline: Instant,
     ) -> Result<T, LimiterError> {
         let mut conn = self.conn.clone();
         let left = deadline.saturating_duration_since(Instant::now());
-        self.timed_for(left, async {
-            match cmd.query_async(&mut conn).await {
-                Err(e)
-                    if e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) =>
-                {
-                    script.load_async(&mut conn).await?;
-                    cmd.query_async(&mut conn).await
+        let answered = self
+            .timed_for(left, async {
+                match cmd.query_async(&mut conn).await {
+                    Err(e)
+                        if e.kind()
+                            == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) =>
+                    {
+                        script.load_async(&mut conn).await?;
+                        cmd.query_async(&mut conn).await
+                    }
+                    Err(e) if functions::is_function_missing(&e) => {
+                        functions::LIBRARY
+                            .load_cmd()
+                            .query_async::<()>(&mut conn)
+                            .await?;
+                        cmd.query_async(&mut conn).await
+                    }
+                    answered => answered,
                 }
-                answered => answered,
+            })
+            .await;
+        match answered {
+            Err(LimiterError::Redis(e)) if functions::is_without_functions(&e) => {
+                Err(LimiterError::Reply(format!(
+                    "Redis at {} has no functions (FCALL): ratekeeper needs Redis 7.0 or later",
+                    self.address()
+                )))
             }
-        })
-        .await
+            answered => answered,
+        }
     }
 }
 

@@ -187,10 +187,10 @@ impl AcquireCall {
         invocation
     }
 
-    /// `EVALSHA` of its algorithm's own script for this acquire alone: what the batcher
-    /// sends for an acquire that waited for nothing.
+    /// A call of its algorithm's own script (its function in the library) for this
+    /// acquire alone: what the batcher sends for an acquire that waited for nothing.
     pub fn alone_cmd(&self) -> Cmd {
-        let mut cmd = eval_cmd(self.script(), self.key_count());
+        let mut cmd = self.script().call_cmd(self.key_count());
         self.push_keys(&mut cmd);
         self.add_args(|arg| {
             cmd.arg(arg);
@@ -198,7 +198,7 @@ impl AcquireCall {
         cmd
     }
 
-    /// `EVALSHA` of the batch script (`lua/acquire_batch.lua`) deciding `entries` in order,
+    /// A call of the batch script (`lua/acquire_batch.lua`) deciding `entries` in order,
     /// each an acquire and how many identical acquires it stands for (at least 1): every
     /// entry's keys, then every entry's kind (the algorithm's number, negative for a keyed
     /// bucket), count and own arguments. The reply is one string of packed integers
@@ -215,16 +215,16 @@ impl AcquireCall {
         Self::entries_cmd(&scripts::ACQUIRE_BATCH, entries)
     }
 
-    /// `EVALSHA` of a script that takes acquires as the batch script does, each with the
+    /// A call of a script that takes acquires as the batch script does, each with the
     /// integer that follows its kind (the batch's count, `lua/acquire_all.lua`'s take,
     /// `lua/give_back.lua`'s instant): every entry's keys, then every entry's kind, that
     /// integer and its own arguments.
-    pub(crate) fn entries_cmd<'c, I>(script: &redis::Script, entries: I) -> Cmd
+    pub(crate) fn entries_cmd<'c, I>(script: &scripts::LuaScript, entries: I) -> Cmd
     where
         I: Iterator<Item = (&'c AcquireCall, i64)> + Clone,
     {
         let keys = entries.clone().map(|(call, _)| call.key_count()).sum();
-        let mut cmd = eval_cmd(script, keys);
+        let mut cmd = script.call_cmd(keys);
         for (call, _) in entries.clone() {
             call.push_keys(&mut cmd);
         }
@@ -288,13 +288,6 @@ impl AcquireCall {
     }
 }
 
-/// `EVALSHA <sha> <keys>`, for the keys and then the arguments to follow.
-fn eval_cmd(script: &redis::Script, keys: usize) -> Cmd {
-    let mut cmd = redis::cmd("EVALSHA");
-    cmd.arg(script.get_hash()).arg(keys);
-    cmd
-}
-
 /// One argument of a script call.
 enum Arg<'a> {
     Int(i64),
@@ -324,6 +317,7 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
+    use crate::client::functions;
     use crate::decide::keyed::BucketLimits;
     use crate::decide::reply::{GLOBAL_ARGS, KEYED_ARGS};
     use crate::domain::Scope;
@@ -353,12 +347,12 @@ mod tests {
             AcquireCall::global(&limiter, &name, Algorithm::TokenBucket, 1, &app)
         };
         let (hot, other) = (call("hot"), call("other"));
-        let sha = scripts::ACQUIRE_BATCH.get_hash().to_owned();
+        let batch = functions::LIBRARY.function("acquire_batch");
         assert_eq!(
             words(&AcquireCall::batch_cmd([(&hot, 3), (&other, 1)])),
             [
-                "EVALSHA",
-                &sha,
+                "FCALL",
+                &batch,
                 "2",
                 "t:{hot}",
                 "t:{other}",
@@ -372,10 +366,10 @@ mod tests {
                 "shop"
             ]
         );
-        let alone_sha = scripts::TOKEN_BUCKET.get_hash().to_owned();
+        let alone = functions::LIBRARY.function("token_bucket");
         assert_eq!(
             words(&hot.alone_cmd()),
-            ["EVALSHA", &alone_sha, "1", "t:{hot}", "1", "shop"]
+            ["FCALL", &alone, "1", "t:{hot}", "1", "shop"]
         );
     }
 
