@@ -106,7 +106,14 @@ impl Fixture {
     }
 
     fn global(&self, name: &PolicyName) -> AcquireCall {
-        AcquireCall::global(&self.limiter, name, Algorithm::TokenBucket, 1, &self.app)
+        AcquireCall::global(
+            &self.limiter,
+            name,
+            Algorithm::TokenBucket,
+            1,
+            &self.app,
+            Some(&never_reached(name.clone(), APP)),
+        )
     }
 
     /// An acquire of the `i`th caller's bucket (round the callers).

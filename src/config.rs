@@ -28,6 +28,10 @@ pub struct Settings {
     pub redis_prefix: String,
     pub sync_interval_ms: u64,
     pub redis_timeout_ms: u64,
+    /// Where a global token bucket's state lives in Redis: `packed` (its own key, read and
+    /// written as one short string) or `hash` (left in its policy's hash while instances
+    /// of a version before 0.3 still run on the same Redis; see the README's upgrade note).
+    pub redis_state: RedisState,
     /// How long a request waits for a database connection before it answers 503.
     pub database_timeout_ms: u64,
     /// HTTP worker threads, and as many gRPC ones; defaults to the number of cores.
@@ -48,8 +52,20 @@ struct Defaults {
     redis_prefix: &'static str,
     sync_interval_ms: u64,
     redis_timeout_ms: u64,
+    redis_state: RedisState,
     database_timeout_ms: u64,
     log_json: bool,
+}
+
+/// Where a global token bucket's state is written (`crates/limiter/lua/lib/
+/// token_bucket_global.lua`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RedisState {
+    /// Its own key beside the policy's hash; a state still in the hash moves there.
+    Packed,
+    /// Where it is: in the hash until an instance set to `packed` moves it.
+    Hash,
 }
 
 const DEFAULTS: Defaults = Defaults {
@@ -59,6 +75,7 @@ const DEFAULTS: Defaults = Defaults {
     redis_prefix: "ratekeeper",
     sync_interval_ms: 5000,
     redis_timeout_ms: 100,
+    redis_state: RedisState::Packed,
     database_timeout_ms: 1000,
     log_json: false,
 };

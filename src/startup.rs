@@ -16,7 +16,7 @@ use crate::acquire::DenialCache;
 use crate::acquire::{Acquirer, Protocol, TallyRegistry, run_flusher};
 use crate::api;
 use crate::auth::LocalBuckets;
-use crate::config::Settings;
+use crate::config::{RedisState, Settings};
 use crate::console;
 use crate::control::Control;
 use crate::grpc::{GrpcFrontEnd, MakeLimiter, RateLimiter};
@@ -60,13 +60,15 @@ impl Core {
         store.migrate().await?;
         let redis_url = settings.redis_url.expose_secret();
         let limiter = Limiter::new(redis_url, &settings.redis_prefix, settings.redis_timeout())?
-            .counting_into(metrics.redis_calls_of("control"));
+            .counting_into(metrics.redis_calls_of("control"))
+            .moving_state(settings.redis_state == RedisState::Packed);
         // The background tasks' own connection (sync passes, decision counts): they must
         // not queue ahead of acquires on the multiplexed connection of the hot path, and
         // they may wait longer for an answer than an acquire may.
         let background_timeout = settings.redis_timeout().max(BACKGROUND_REDIS_TIMEOUT);
         let background = Limiter::new(redis_url, &settings.redis_prefix, background_timeout)?
-            .counting_into(metrics.redis_calls_of("background"));
+            .counting_into(metrics.redis_calls_of("background"))
+            .moving_state(settings.redis_state == RedisState::Packed);
         let snapshot = Arc::new(Snapshot::default());
         let denials = Arc::new(DenialCache::new(settings.sync_interval()));
         let sync = Syncer::new(

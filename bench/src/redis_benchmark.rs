@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use ratekeeper_limiter::domain::{Algorithm, AppSlug, PolicyName};
-use ratekeeper_limiter::scripts::TOKEN_BUCKET;
+use ratekeeper_limiter::functions::LIBRARY;
 use ratekeeper_limiter::{AcquireCall, Code, Limiter};
 
 use crate::admin_api::APP;
@@ -34,7 +34,7 @@ pub struct RedisBenchmark {
 
 pub async fn run(knobs: &Knobs, redis: &PrivateRedis) -> Result<RedisBenchmark> {
     crate::log!(
-        "redis-benchmark: EVALSHA token_bucket.lua, {} connections, {} requests",
+        "redis-benchmark: FCALL of token_bucket.lua, {} connections, {} requests",
         knobs.connections,
         knobs.redis_requests
     );
@@ -46,11 +46,21 @@ pub async fn run(knobs: &Knobs, redis: &PrivateRedis) -> Result<RedisBenchmark> 
         .await
         .context("writing redis-benchmark's policy")?;
     let mut conn = redis.conn();
-    TOKEN_BUCKET
-        .load_async(&mut conn)
+    LIBRARY
+        .load_cmd()
+        .query_async::<()>(&mut conn)
         .await
-        .context("SCRIPT LOAD of the token bucket")?;
-    let call = AcquireCall::global(&limiter, &name, Algorithm::TokenBucket, 1, &app).alone_cmd();
+        .context("FUNCTION LOAD of the acquire scripts")?;
+    let config = never_reached(name.clone(), APP);
+    let call = AcquireCall::global(
+        &limiter,
+        &name,
+        Algorithm::TokenBucket,
+        1,
+        &app,
+        Some(&config),
+    )
+    .alone_cmd();
     let check = granted(&call, &mut conn).await;
     if !check {
         crate::log!("WARNING: the token bucket's call on {PREFIX}'s policy is not granted");
@@ -81,7 +91,7 @@ pub async fn run(knobs: &Knobs, redis: &PrivateRedis) -> Result<RedisBenchmark> 
     };
     if out.success {
         // "test","rps","avg_latency_ms","min_latency_ms","p50_latency_ms","p95_latency_ms","p99_latency_ms",...
-        if let Some(line) = out.stdout.lines().rfind(|l| l.starts_with("\"EVALSHA")) {
+        if let Some(line) = out.stdout.lines().rfind(|l| l.starts_with("\"FCALL")) {
             let fields: Vec<&str> = line.trim().trim_matches('"').split("\",\"").collect();
             let field = |i: usize| fields.get(i).and_then(|f| f.parse::<f64>().ok());
             (result.rps, result.p50_ms, result.p99_ms) = (field(1), field(4), field(6));

@@ -246,13 +246,17 @@ impl Acquirer {
         // A policy not in the snapshot yet (created on another instance a moment ago) is
         // tried as a token bucket; the script redirects to the right one.
         let algorithm = policy.map_or(Algorithm::TokenBucket, PolicyEntry::algorithm);
-        let answer = self.batcher.acquire(name, algorithm, permits, app).await?;
+        let config = policy.map(|policy| &*policy.config);
+        let answer = self
+            .batcher
+            .acquire(name, algorithm, permits, app, config)
+            .await?;
         match (answer, policy) {
             (AcquireOutcome::NoSuchPolicy, Some(policy)) => {
                 tracing::warn!(policy = %name, "redis had lost the policy; restoring it");
                 self.batcher.restore(&policy.config).await?;
                 self.batcher
-                    .acquire(name, policy.algorithm(), permits, app)
+                    .acquire(name, policy.algorithm(), permits, app, config)
                     .await
             }
             (answer, _) => Ok(answer),

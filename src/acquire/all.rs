@@ -313,6 +313,7 @@ impl Acquirer {
                     (_, policy) => AllTarget::Global {
                         name: &item.name,
                         algorithm: policy.map_or(Algorithm::TokenBucket, PolicyEntry::algorithm),
+                        config: policy.map(|policy| &*policy.config),
                     },
                 };
                 AllAsk {

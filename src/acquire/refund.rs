@@ -71,13 +71,17 @@ impl Acquirer {
             return self.batcher.refund_keyed(&bucket, permits, app).await;
         }
         let algorithm = policy.map_or(Algorithm::TokenBucket, PolicyEntry::algorithm);
-        let answer = self.batcher.refund(name, algorithm, permits, app).await?;
+        let config = policy.map(|policy| &*policy.config);
+        let answer = self
+            .batcher
+            .refund(name, algorithm, permits, app, config)
+            .await?;
         match (answer, policy) {
             (RefundOutcome::NoSuchPolicy, Some(policy)) => {
                 tracing::warn!(policy = %name, "redis had lost the policy; restoring it");
                 self.batcher.restore(&policy.config).await?;
                 self.batcher
-                    .refund(name, policy.algorithm(), permits, app)
+                    .refund(name, policy.algorithm(), permits, app, config)
                     .await
             }
             (answer, _) => Ok(answer),

@@ -40,25 +40,21 @@ async fn three_instances_grant_exactly_what_the_bucket_holds() {
         .await;
         assert!(known, "an instance learned of the key and the policy");
     }
-    let bucket = instances[0].policy_key("checkout");
     let instances = Arc::new(instances);
-    let state = |field: &'static str| {
-        let (instances, bucket) = (instances.clone(), bucket.clone());
-        async move {
-            let value = instances[0].redis_field(&bucket, field).await.unwrap();
-            value.parse::<f64>().unwrap()
-        }
+    let state = || {
+        let instances = instances.clone();
+        async move { instances[0].token_bucket_state("checkout").await.unwrap() }
     };
     // Empty the bucket: take every whole permit it holds (it only grows between the read
     // and the acquire, so the acquire is granted).
-    let held = state("curr_permits").await.floor() as i64;
+    let held = state().await.0.floor() as i64;
     expect_status(
         instances[0].acquire(&key, "checkout", held).await,
         StatusCode::OK,
     )
     .await;
     // From here on every grant is counted: the bucket as it stands, and its time.
-    let (start_tokens, start_ms) = (state("curr_permits").await, state("last_mill_second").await);
+    let (start_tokens, start_ms) = state().await;
 
     let key = Arc::new(key);
     let granted = Arc::new(AtomicU64::new(0));
@@ -85,7 +81,7 @@ async fn three_instances_grant_exactly_what_the_bucket_holds() {
         client.await.unwrap();
     }
     let granted = granted.load(Ordering::Relaxed) as f64;
-    let (end_tokens, end_ms) = (state("curr_permits").await, state("last_mill_second").await);
+    let (end_tokens, end_ms) = state().await;
     let refilled = (end_ms - start_ms) * RATE / 1000.0;
     // The premise of an exact count: the bucket never filled up, so no refill was lost.
     assert!(

@@ -623,14 +623,7 @@ async fn a_denial_is_repeated_locally_until_the_policy_changes() {
 
     // Refill the bucket behind the instance's back: an identical request is still
     // answered from the denial it already has, without asking Redis.
-    let mut conn = app.redis.clone();
-    redis::cmd("HSET")
-        .arg(app.policy_key("flooded"))
-        .arg("curr_permits")
-        .arg("2")
-        .query_async::<i64>(&mut conn)
-        .await
-        .unwrap();
+    app.set_token_bucket_tokens("flooded", 2.0).await;
     let r = app.acquire(&key, "flooded", 1).await;
     assert_eq!(r.headers()["retry-after"], first_retry_after_header(&first));
     let again = expect_status(r, StatusCode::TOO_MANY_REQUESTS).await;

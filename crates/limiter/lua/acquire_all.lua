@@ -43,9 +43,10 @@ while a <= #ARGV do
     if with_id then
       id = ARGV[a + 4]
     end
-    reply = ACQUIRE_GLOBAL[kind](key, state_key, permits, app, id, now_us)
+    reply = ACQUIRE_GLOBAL[kind](key, state_key, permits, app, id, now_us, ARGV, a + 4)
     give = function()
-      return GIVE_BACK_GLOBAL[kind](key, state_key, permits, app, id, now_us, now_us)
+      return GIVE_BACK_GLOBAL[kind](key, state_key, permits, app, id, now_us, now_us, ARGV,
+        a + 4)
     end
   else
     local at = a + 2
@@ -71,7 +72,10 @@ while a <= #ARGV do
     failed = true
   end
   replies[#replies + 1] = reply
-  if kind > 0 then
+  if kind == ALGORITHM_INDEX.token_bucket then
+    a = a + 2 + BATCH_ARGS.token_bucket
+    k = k + 2
+  elseif kind > 0 then
     a = a + 2 + BATCH_ARGS.global
     k = k + 1
     if WITH_STATE_KEY[kind] then

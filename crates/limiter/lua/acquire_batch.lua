@@ -11,12 +11,15 @@
 --            count how many identical requests, one after the other, the entry stands for
 --                  (1 for a sliding_log or concurrency request: each has its own id)
 --            global: permits, app slug, and for sliding_log and concurrency the request
---                    or lease id (the single script's ARGV)
+--                    or lease id; for the token bucket, the policy's configuration as this
+--                    instance has it (max_permits, rate, gate, version, created_ms, move:
+--                    lib/token_bucket_global.lua) (the single script's ARGV)
 --            keyed:  permits, max_permits, param, gate, version, and for sliding_log
 --                    and concurrency the request id or lease members' prefix (the keyed
 --                    script's ARGV, lib/keyed.lua)
--- KEYS     per entry, in order: the policy's hash and, for a global fixed_window,
---          sliding_log or concurrency policy, its state key (the single script's KEYS);
+-- KEYS     per entry, in order: the policy's hash and, for a global token_bucket,
+--          fixed_window, sliding_log or concurrency policy, its state key (the single
+--          script's KEYS);
 --          the caller's bucket for a keyed policy
 --
 -- Reply: one string, 48 bytes per request (count per entry), in order: its single script's
@@ -39,10 +42,9 @@ local TOKEN_BUCKET = ALGORITHM_INDEX.token_bucket
 local SLIDING_LOG = ALGORITHM_INDEX.sliding_log
 local CONCURRENCY = ALGORITHM_INDEX.concurrency
 -- Token buckets asked for in this batch, by key, their state kept up to date: a global
--- one is its HMGET reply, tokens and last at 6 and 7 (where HMGET put them); a keyed one
--- {tokens, last, reset_after_ms of its last grant (its expiry)}.
+-- one as lib/token_bucket_global.lua's token_bucket_open made it (with its state key); a
+-- keyed one {tokens, last, reset (reset_after_ms of its last grant: its expiry)}.
 local buckets = {}
-local TOKENS = {[TOKEN_BUCKET] = 6, [-TOKEN_BUCKET] = 1}
 local touched = {}  -- the token buckets to write at the end, in first-touch order
 local touched_kind = {} -- their kinds, by key
 local out = {}      -- the replies, a string each
@@ -52,11 +54,13 @@ local k = 1         -- the entry's first key
 local args = #ARGV
 
 -- Decides `count` requests of `permits` on the token bucket b of `kind`, appending each
--- reply, and keeps what the grants took in b (marked to be written at the end).
+-- reply, and keeps what the grants took in b (marked to be written at the end); a global
+-- bucket also keeps the configuration they were decided with (version and created, as
+-- strings).
 local function token_bucket_run(kind, key, b, count, max_permits, rate, permits, enabled,
-    shadow, version)
-  local at = TOKENS[kind]
-  local tokens, last = tonumber(b[at]), tonumber(b[at + 1])
+    shadow, version, created)
+  local tokens, last = b.tokens, b.last
+  local reply_version = tonumber(version) or 0
   local granted_reset = nil
   local r = 0
   while r < count do
@@ -73,7 +77,7 @@ local function token_bucket_run(kind, key, b, count, max_permits, rate, permits,
       -- the same answer.
       answered = count - r
     end
-    local reply = pack(REPLY_FORMAT, code, remaining, retry, reset, max_permits, version)
+    local reply = pack(REPLY_FORMAT, code, remaining, retry, reset, max_permits, reply_version)
     for _ = 1, answered do
       n = n + 1
       out[n] = reply
@@ -81,9 +85,11 @@ local function token_bucket_run(kind, key, b, count, max_permits, rate, permits,
     r = r + answered
   end
   if granted_reset then
-    b[at], b[at + 1] = tokens, last
+    b.tokens, b.last = tokens, last
     if kind == -TOKEN_BUCKET then
-      b[3] = granted_reset
+      b.reset = granted_reset
+    else
+      b.version, b.created = version, created
     end
     if not touched_kind[key] then
       touched_kind[key] = kind
@@ -108,29 +114,32 @@ while a <= args do
     or kind == -CONCURRENCY
   if kind == TOKEN_BUCKET then
     local permits = tonumber(ARGV[a + 2])
-    local h = buckets[key]
-    if not h then
-      h = redis.call('HMGET', key, unpack(TOKEN_BUCKET_FIELDS))
-      buckets[key] = h
+    local at = a + 4
+    local b = buckets[key]
+    if not b then
+      b = token_bucket_open(key, KEYS[k + 1], ARGV[at + 5] == '1')
+      b.state_key = KEYS[k + 1]
+      buckets[key] = b
     end
-    local refused, max_permits, rate, version, enabled, shadow = token_bucket_gate(h,
-      ARGV[a + 3], permits)
+    local refused, max_permits, rate, version, created, enabled, shadow = token_bucket_config(b,
+      key, permits, ARGV[a + 3], ARGV, at)
     if refused then
       repeat_reply(refused, count)
     else
-      token_bucket_run(kind, key, h, count, max_permits, rate, permits, enabled, shadow, version)
+      token_bucket_run(kind, key, b, count, max_permits, rate, permits, enabled, shadow, version,
+        created)
     end
   elseif kind == -TOKEN_BUCKET then
     local permits, max_permits = tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3])
-    local version = tonumber(ARGV[a + 6]) or 0
-    local refused = keyed_refusal(permits, max_permits, version)
+    local version = ARGV[a + 6]
+    local refused = keyed_refusal(permits, max_permits, tonumber(version) or 0)
     if refused then
       repeat_reply(refused, count)
     else
       local b = buckets[key]
       if not b then
         local tokens, last = load_keyed_token_bucket(redis.call('GET', key))
-        b = {tokens, last}
+        b = {tokens = tokens, last = last}
         buckets[key] = b
       end
       token_bucket_run(kind, key, b, count, max_permits, tonumber(ARGV[a + 4]), permits,
@@ -156,9 +165,12 @@ while a <= args do
     end
   end
   -- On to the next entry: after its kind and count, a global one takes BATCH_ARGS.global
-  -- arguments, a keyed one BATCH_ARGS.keyed (put ahead of this script from the Rust side
-  -- that sends them), and each one more with an id.
-  if kind > 0 then
+  -- arguments (a token bucket BATCH_ARGS.token_bucket), a keyed one BATCH_ARGS.keyed (put
+  -- ahead of this script from the Rust side that sends them), and each one more with an id.
+  if kind == TOKEN_BUCKET then
+    a = a + 2 + BATCH_ARGS.token_bucket
+    k = k + 2
+  elseif kind > 0 then
     a = a + 2 + BATCH_ARGS.global
     k = k + 1
     if WITH_STATE_KEY[kind] then
@@ -175,9 +187,9 @@ end
 for _, key in ipairs(touched) do
   local b = buckets[key]
   if touched_kind[key] == -TOKEN_BUCKET then
-    store_keyed_token_bucket(key, b[1], b[2], b[3])
+    store_keyed_token_bucket(key, b.tokens, b.last, b.reset)
   else
-    store_token_bucket(key, b[6], b[7])
+    token_bucket_store(key, b.state_key, b)
   end
 end
 return table.concat(out)

@@ -2,7 +2,7 @@
 -- created after the caller read the SQL store (then another instance just created it).
 --
 -- KEYS[1]  the policy's hash
--- KEYS[2..] optional: the policy's state keys (<prefix>:{<policy name>}:fw, :log,
+-- KEYS[2..] optional: the policy's state keys (<prefix>:{<policy name>}:tb, :fw, :log,
 --          :leases), deleted with it
 -- ARGV[1]  created_ms bound: delete only when the hash's created_ms is below it
 --

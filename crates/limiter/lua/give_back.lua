@@ -54,14 +54,17 @@ while a <= #ARGV do
       state_key = KEYS[k + 1]
     end
     reply = GIVE_BACK_GLOBAL[kind](key, state_key, tonumber(ARGV[a + 2]), ARGV[a + 3], id, at_us,
-      now_us)
+      now_us, ARGV, a + 4)
   else
     reply = keyed_give_back(GIVE_BACK_KEYED[-kind], key, ARGV, a + 2, id, at_us, now_us)
   end
   for i = 1, 6 do
     out[#out + 1] = reply[i]
   end
-  if kind > 0 then
+  if kind == ALGORITHM_INDEX.token_bucket then
+    a = a + 2 + BATCH_ARGS.token_bucket
+    k = k + 2
+  elseif kind > 0 then
     a = a + 2 + BATCH_ARGS.global
     k = k + 1
     if WITH_STATE_KEY[kind] then

@@ -3,8 +3,8 @@
 -- (lib/policy_state.lua, all at the same instant of Redis' clock) and its granted/denied
 -- counts of the last minutes, in one call whatever the number of policies.
 --
--- KEYS    6 per policy: its hash, fixed-window counter, sliding log and leases (as the
---         acquire scripts take them), then its usage minutes of the previous hour and of
+-- KEYS    7 per policy: its hash, token-bucket state, fixed-window counter, sliding log
+--         and leases (as the acquire scripts take them), then its usage minutes of the previous hour and of
 --         this hour (<prefix>:activity:{<policy>}:m:<hour>: 120 big-endian u32, granted
 --         then denied for each minute of the hour; crates/limiter/src/counts/usage.rs writes them).
 -- ARGV    the byte ranges wanted of those two strings, the same for every policy:
@@ -26,9 +26,10 @@ local function range(key, from, to)
 end
 
 local out = {}
-for i = 1, #KEYS, 6 do
-  out[#out + 1] = policy_state(KEYS[i], KEYS[i + 1], KEYS[i + 2], KEYS[i + 3], now_us)
-  out[#out + 1] = range(KEYS[i + 4], prev_from, prev_to)
-  out[#out + 1] = range(KEYS[i + 5], this_from, this_to)
+for i = 1, #KEYS, 7 do
+  out[#out + 1] = policy_state(KEYS[i], KEYS[i + 1], KEYS[i + 2], KEYS[i + 3], KEYS[i + 4],
+    now_us)
+  out[#out + 1] = range(KEYS[i + 5], prev_from, prev_to)
+  out[#out + 1] = range(KEYS[i + 6], this_from, this_to)
 end
 return out

@@ -1,7 +1,7 @@
 -- Writes one policy's configuration into its hash, never its state unless it must.
 --
 -- KEYS[1]  the policy's hash, <prefix>:{<policy name>}
--- KEYS[2..] optional: the policy's state keys, <prefix>:{<policy name>}:fw, :log and
+-- KEYS[2..] optional: the policy's state keys, <prefix>:{<policy name>}:tb, :fw, :log and
 --          :leases (any subset, any order; all of them are deleted when the state is reset)
 -- ARGV[1]  created_ms: when this incarnation of the policy was created (a policy deleted
 --          and created again under the same name is a new incarnation)
@@ -30,9 +30,10 @@
 -- State is discarded (hash fields curr_permits, last_mill_second, tat, sw_start, sw_curr,
 -- sw_prev, and every key in KEYS[2..]) when the policy is a new incarnation, when its
 -- algorithm or scope changes, or when window_ms changes for a windowed algorithm. Otherwise the
--- token bucket (curr_permits, last_mill_second) is only touched when the rate changes (the
--- tokens earned so far are settled at the old rate first) or max_permits is lowered below
--- it (clamped). An unrelated update never refills a bucket (rewriting the state on every
+-- token bucket (curr_permits, last_mill_second, or its state key :tb) is only touched when the
+-- rate changes (the tokens earned so far are settled at the old rate first) or max_permits is
+-- lowered below it (clamped); its state key also takes the new configuration's id
+-- ("<created_ms>.<version>"). An unrelated update never refills a bucket (rewriting the state on every
 -- sync would hand every client a full bucket each time the sync runs). Other
 -- algorithms keep their state across config changes (a lowered max_permits denies until
 -- enough usage has aged out; a changed lease_ttl_ms applies to new leases).
@@ -142,29 +143,53 @@ if reset then
   if #KEYS > 1 then
     redis.call('DEL', unpack(KEYS, 2))
   end
-elseif algorithm == 'token_bucket' and tokens and last then
-  local old_rate = tonumber(h[4])
-  local old_max = tonumber(h[3])
-  local changed = false
-  if old_rate and h[4] ~= ARGV[4] then
-    local t = redis.call('TIME')
-    local now = tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000
-    if now > last then
-      tokens = tokens + (now - last) * old_rate / 1000
-      if old_max and tokens > old_max then
-        tokens = old_max
+else
+  -- A token bucket's state, in the hash (curr_permits, last_mill_second) or in its state key
+  -- (<prefix>:{<name>}:tb, lib/token_bucket_global.lua): the tokens earned so far settled at
+  -- the old rate when the rate changes, clamped to a lowered max_permits.
+  local function settled(t_tokens, t_last)
+    local changed = false
+    local old_rate = tonumber(h[4])
+    local old_max = tonumber(h[3])
+    if old_rate and h[4] ~= ARGV[4] then
+      local t = redis.call('TIME')
+      local now = tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000
+      if now > t_last then
+        t_tokens = t_tokens + (now - t_last) * old_rate / 1000
+        if old_max and t_tokens > old_max then
+          t_tokens = old_max
+        end
+        t_last = now
+        changed = true
       end
-      last = now
+    end
+    if t_tokens > max_permits then
+      t_tokens = max_permits
       changed = true
     end
+    return t_tokens, t_last, changed
   end
-  if tokens > max_permits then
-    tokens = max_permits
-    changed = true
+  if algorithm == 'token_bucket' and tokens and last then
+    local changed
+    tokens, last, changed = settled(tokens, last)
+    if changed then
+      redis.call('HSET', key, 'curr_permits', string.format('%.17g', tokens),
+        'last_mill_second', string.format('%.17g', last))
+    end
   end
-  if changed then
-    redis.call('HSET', key, 'curr_permits', string.format('%.17g', tokens),
-      'last_mill_second', string.format('%.17g', last))
+  -- The state key always takes the new configuration's id, so that an instance whose view
+  -- is older reads the hash instead of deciding with its own.
+  local tb_key = nil
+  for i = 2, #KEYS do
+    if string.sub(KEYS[i], -3) == ':tb' then
+      tb_key = KEYS[i]
+    end
+  end
+  local raw = tb_key and redis.call('GET', tb_key)
+  if algorithm == 'token_bucket' and raw and #raw > 16 then
+    local t_tokens, t_last = struct.unpack('<d<d', raw)
+    t_tokens, t_last = settled(t_tokens, t_last)
+    redis.call('SET', tb_key, struct.pack('<d<d', t_tokens, t_last) .. ARGV[1] .. '.' .. ARGV[2])
   end
 end
 

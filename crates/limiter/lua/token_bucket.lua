@@ -2,12 +2,16 @@
 -- for every caller), taken atomically. The decision itself is lua/lib/token_bucket.lua.
 --
 -- KEYS[1]  the policy's hash, <prefix>:{<policy name>}
+-- KEYS[2]  its state key, <prefix>:{<policy name>}:tb
 -- ARGV[1]  permits asked for (integer >= 1)
 -- ARGV[2]  the calling application's slug
+-- ARGV[3..8]  the policy's configuration as the instance has it: max_permits, rate, gate,
+--          version, created_ms, move (lib/token_bucket_global.lua)
 --
 -- Hash fields. Config, written only by sync_policy.lua: max_permits, rate (permits per
 -- second, fractional), apps (",slug1,slug2,"), enabled ("1"/"0"), version, created_ms.
--- State, written only here: curr_permits (fractional), last_mill_second (ms, fractional).
+-- State: in the state key (lib/token_bucket_global.lua); in the fields curr_permits
+-- (fractional) and last_mill_second (ms, fractional) while it has not moved there.
 --
 -- Reply: {code, remaining, retry_after_ms, reset_after_ms, max_permits, version}
 --   code  one of the table REPLY (defined ahead of this script from the Rust side's reply
@@ -24,11 +28,5 @@
 -- Rust side's Algorithm::index). The gate: lib/acquire_gate.lua's policy_gate; the
 -- decision: lib/token_bucket_global.lua (shared with acquire_batch.lua), on
 -- lib/token_bucket.lua, all loaded ahead of this.
-local key = KEYS[1]
-local h = redis.call('HMGET', key, unpack(TOKEN_BUCKET_FIELDS))
-local code, remaining, retry, reset, max_permits, version, tokens, last = token_bucket_global(h,
-  tonumber(ARGV[1]), ARGV[2], redis_now_us() / 1000)
-if tokens then
-  store_token_bucket(key, tokens, last)
-end
-return {code, remaining, retry, reset, max_permits, version}
+return token_bucket_acquire_global(KEYS[1], KEYS[2], tonumber(ARGV[1]), ARGV[2], nil,
+  redis_now_us(), ARGV, 3)

@@ -37,7 +37,7 @@ async fn has_state(app: &TestApp, name: &str, algorithm: &str) -> bool {
         "fixed_window" => return app.redis_exists(&state_key(app, name, "fw")).await,
         "sliding_log" => return app.redis_exists(&state_key(app, name, "log")).await,
         "concurrency" => return app.redis_exists(&state_key(app, name, "leases")).await,
-        "token_bucket" => &["curr_permits", "last_mill_second"],
+        "token_bucket" => return app.redis_exists(&state_key(app, name, "tb")).await,
         "sliding_window" => &["sw_start", "sw_curr", "sw_prev"],
         "gcra" => &["tat"],
         other => panic!("no algorithm {other}"),
@@ -50,10 +50,11 @@ async fn has_state(app: &TestApp, name: &str, algorithm: &str) -> bool {
     false
 }
 
-/// Every key of policy `name` in Redis: its hash and the three state keys.
-fn all_keys(app: &TestApp, name: &str) -> [String; 4] {
+/// Every key of policy `name` in Redis: its hash and the four state keys.
+fn all_keys(app: &TestApp, name: &str) -> [String; 5] {
     [
         app.policy_key(name),
+        state_key(app, name, "tb"),
         state_key(app, name, "fw"),
         state_key(app, name, "log"),
         state_key(app, name, "leases"),

@@ -253,6 +253,39 @@ impl TestApp {
             .unwrap()
     }
 
+    /// A global token bucket's state as the server writes it: tokens and the ms of its
+    /// last write, from its state key (`<hash>:tb`, two little-endian doubles ahead of the
+    /// configuration's id); `None` before a grant wrote it.
+    pub async fn token_bucket_state(&self, name: &str) -> Option<(f64, f64)> {
+        let mut conn = self.redis.clone();
+        let raw: Vec<u8> = redis::cmd("GET")
+            .arg(format!("{}:tb", self.policy_key(name)))
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+        let double = |at: usize| f64::from_le_bytes(raw[at..at + 8].try_into().unwrap());
+        (raw.len() > 16).then(|| (double(0), double(8)))
+    }
+
+    /// Sets a global token bucket's tokens behind the server's back, keeping the rest.
+    pub async fn set_token_bucket_tokens(&self, name: &str, tokens: f64) {
+        let key = format!("{}:tb", self.policy_key(name));
+        let mut conn = self.redis.clone();
+        let mut raw: Vec<u8> = redis::cmd("GET")
+            .arg(&key)
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+        assert!(raw.len() > 16, "no state written yet");
+        raw[..8].copy_from_slice(&tokens.to_le_bytes());
+        redis::cmd("SET")
+            .arg(&key)
+            .arg(raw)
+            .query_async::<()>(&mut conn)
+            .await
+            .unwrap();
+    }
+
     pub async fn redis_exists(&self, key: &str) -> bool {
         let mut conn = self.redis.clone();
         redis::cmd("EXISTS")

@@ -13,7 +13,7 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use rand::Rng;
-use ratekeeper::config::Settings;
+use ratekeeper::config::{RedisState, Settings};
 use secrecy::SecretString;
 use sqlx::Connection;
 
@@ -130,6 +130,7 @@ pub fn settings(database_url: &str, redis_url: &str, prefix: &str) -> Settings {
         // tight timeout to answer, which would fail a test about something else. Tests
         // whose subject is a Redis outage set a short one themselves.
         redis_timeout_ms: 5_000,
+        redis_state: RedisState::Packed,
         database_timeout_ms: 1000,
         workers: Some(1),
         console_concurrency: None,

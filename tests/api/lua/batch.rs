@@ -304,6 +304,12 @@ async fn batch_against_single(url: &str, requests: &[Request]) -> BatchRun {
         .map(|(name, ..)| asked(&configs, name))
         .collect();
     let apps: Vec<AppSlug> = requests.iter().map(|(.., app)| slug(app)).collect();
+    // The batch passes a global token bucket's configuration, as the server does from its
+    // snapshot; the single scripts above passed none (the hash decided): the same answers.
+    let passed: Vec<Option<&PolicyConfig>> = names
+        .iter()
+        .map(|(name, _)| configs.iter().find(|c| &c.name == name))
+        .collect();
     let buckets: Vec<Option<KeyedBucket<'_>>> = requests
         .iter()
         .map(|(name, ..)| keyed(&configs, name).map(|(config, caller)| bucket_of(config, caller)))
@@ -320,10 +326,11 @@ async fn batch_against_single(url: &str, requests: &[Request]) -> BatchRun {
     let outcomes = join_all(requests.iter().enumerate().map(|(i, (_, permits, _))| {
         let permits = Permits::parse(*permits).unwrap();
         let (batcher, name, app, bucket) = (&batcher, &names[i], &apps[i], &buckets[i]);
+        let config = passed[i];
         async move {
             match bucket {
                 Some(bucket) => batcher.acquire_keyed(bucket, permits, app).await,
-                None => batcher.acquire(&name.0, name.1, permits, app).await,
+                None => batcher.acquire(&name.0, name.1, permits, app, config).await,
             }
         }
     }))

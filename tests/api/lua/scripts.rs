@@ -68,10 +68,22 @@ impl Algo {
     /// The state key of its own the script takes as KEYS[2], if any.
     pub(crate) fn state_suffix(self) -> Option<&'static str> {
         match self {
+            TokenBucket => Some("tb"),
             FixedWindow => Some("fw"),
             SlidingLog => Some("log"),
             Concurrency => Some("leases"),
-            TokenBucket | SlidingWindow | Gcra => None,
+            SlidingWindow | Gcra => None,
+        }
+    }
+
+    /// What follows the app among a global acquire's arguments: for the token bucket, the
+    /// policy's configuration as an instance has it, here an instance that does not know
+    /// the policy (its hash decides) and moves the state to its state key
+    /// (`lua/lib/token_bucket_global.lua`).
+    pub(crate) fn config_args(self) -> &'static [&'static str] {
+        match self {
+            TokenBucket => &["0", "0", "0", "-", "-", "1"],
+            _ => &[],
         }
     }
 

@@ -61,12 +61,17 @@ impl Bucket {
             .unwrap()
     }
 
+    /// An acquire as an instance that does not know the policy (its hash decides) and
+    /// leaves the state in the hash (`lua/lib/token_bucket_global.lua`): these tests read
+    /// and age the state there.
     async fn acquire(&self, permits: i64, app: &str) -> Reply {
         let mut conn = self.conn.clone();
         bucket()
             .key(&self.key)
+            .key(format!("{}:tb", self.key))
             .arg(permits)
             .arg(app)
+            .arg(&["0", "0", "0", "-", "-", "0"])
             .invoke_async(&mut conn)
             .await
             .unwrap()
@@ -135,10 +140,13 @@ async fn a_new_bucket_starts_full() {
 async fn a_missing_key_is_no_policy() {
     let b = Bucket::new(5, 1.0, ",shop,").await;
     let mut conn = b.conn.clone();
+    let missing = format!("{}-missing", b.key);
     let reply: Reply = bucket()
-        .key(format!("{}-missing", b.key))
+        .key(&missing)
+        .key(format!("{missing}:tb"))
         .arg(1)
         .arg("shop")
+        .arg(&["0", "0", "0", "-", "-", "0"])
         .invoke_async(&mut conn)
         .await
         .unwrap();

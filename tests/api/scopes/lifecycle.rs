@@ -203,6 +203,7 @@ async fn a_keyed_policys_hash_is_never_decided_as_one_global_bucket() {
             ratekeeper::domain::Algorithm::TokenBucket,
             ratekeeper::domain::Permits::parse(1).unwrap(),
             &ratekeeper::domain::AppSlug::parse("shop").unwrap(),
+            None,
         )
         .await
         .unwrap();

@@ -42,6 +42,7 @@ local GIVE_BACK_KEYED = {
   [ALGORITHM_INDEX.gcra] = gcra_give_back_keyed,
 }
 local WITH_STATE_KEY = {
+  [ALGORITHM_INDEX.token_bucket] = true,
   [ALGORITHM_INDEX.fixed_window] = true,
   [ALGORITHM_INDEX.sliding_log] = true,
   [ALGORITHM_INDEX.concurrency] = true,

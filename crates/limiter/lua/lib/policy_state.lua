@@ -1,13 +1,16 @@
--- policy_state(key, fw_key, log_key, leases_key, now_us): the live state of a policy of any
+-- policy_state(key, tb_key, fw_key, log_key, leases_key, now_us): the live state of a policy of any
 -- algorithm, as it stands at now_us (Redis' clock, whole microseconds), without writing
 -- anything. Shared by policy_state.lua (one policy) and policies_live.lua (a page of them).
 --
 -- key         the policy's hash, <prefix>:{<policy name>}
+-- tb_key      the token bucket's state, <prefix>:{<policy name>}:tb (lib/
+--             token_bucket_global.lua; the hash's curr_permits and last_mill_second
+--             until the state moves there)
 -- fw_key      the fixed window's counter, <prefix>:{<policy name>}:fw
 -- log_key     the sliding log, <prefix>:{<policy name>}:log
 -- leases_key  the leases, <prefix>:{<policy name>}:leases
--- (the same keys the acquire scripts take; token_bucket, sliding_window and gcra keep their
--- state in the hash.)
+-- (the same keys the acquire scripts take; sliding_window and gcra keep their state in the
+-- hash.)
 --
 -- Reply: {} when the policy is not in Redis (no max_permits), is keyed (its callers each
 -- have a bucket: lua/keyed/ reads one), or lacks what its algorithm
@@ -47,7 +50,7 @@
 --
 -- ALGORITHM_INDEX (algorithm name -> number) is defined ahead of this script when it is
 -- loaded (crates/limiter/src/client/scripts.rs, from the Rust side's Algorithm::index).
-local function policy_state(key, fw_key, log_key, leases_key, now_us)
+local function policy_state(key, tb_key, fw_key, log_key, leases_key, now_us)
   local h = redis.call('HMGET', key, 'max_permits', 'rate', 'version', 'algorithm', 'window_ms',
     'lease_ttl_ms', 'curr_permits', 'last_mill_second', 'tat', 'sw_start', 'sw_curr', 'sw_prev',
     'scope')
@@ -102,9 +105,14 @@ local function policy_state(key, fw_key, log_key, leases_key, now_us)
     end
 
     if algorithm == 'token_bucket' then
-      -- As in token_bucket.lua: a bucket never used is full.
+      -- As in token_bucket.lua: a bucket never used is full; its state in the state key,
+      -- or in the hash until it moves there.
       local tokens = tonumber(h[7])
       local last = tonumber(h[8])
+      local raw = redis.call('GET', tb_key)
+      if raw and #raw > 16 then
+        tokens, last = struct.unpack('<d<d', raw)
+      end
       if not tokens or not last then
         return reply(max_permits, h[2], 0, 0)
       end

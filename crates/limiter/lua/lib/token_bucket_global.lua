@@ -1,22 +1,56 @@
--- One acquire of a global token-bucket policy, from its hash's fields as read: shared by
--- the single script (token_bucket.lua) and the batch script (acquire_batch.lua), so
--- that both decide exactly alike. Loaded after lib/token_bucket.lua and
--- lib/acquire_gate.lua (whose policy_gate it uses); it only defines.
+-- A global token-bucket policy: its configuration in its hash (written by the sync, read by
+-- the console), its state in a key of its own beside it, <prefix>:{<policy name>}:tb: one
+-- string, two little-endian doubles (tokens, and the ms of the last write) then the id of
+-- the configuration that last decided on it ("<created_ms>.<version>": a policy deleted and
+-- made again starts its versions again), so that an
+-- acquire reads and writes one short string. The instance passes the policy's
+-- configuration from its snapshot with its id; it decides when that id is the state's (the
+-- sync keeps the state's id that of the hash, lua/sync_policy.lua), else the hash is read
+-- and decides, exactly as when the instance's view is older or newer than Redis'.
 --
--- TOKEN_BUCKET_FIELDS  the hash fields to read, in this order, with HMGET
--- token_bucket_gate(h, app, permits)  the checks before a decision, on h, the HMGET reply
---   of TOKEN_BUCKET_FIELDS: a refusal's reply (lib/acquire_gate.lua's policy_gate),
---   or nil and the policy's figures:
---   max_permits, rate, version, enabled, shadow
--- token_bucket_global(h, permits, app, now)  one acquire: the gate, then the decision
---   (lib/token_bucket.lua) on the state in h[6] and h[7] (the caller may keep h and put
---   the state returned there, to decide the next request on the same bucket); now is the
---   ms of Redis' clock (lib/clock.lua's reading / 1000). Returns the reply's six figures
---   code, remaining, retry_after_ms, reset_after_ms, max_permits, version, then the state
---   to store, tokens and last, only when there is something to write.
--- store_token_bucket(key, tokens, last)  writes the state into the hash
+-- The state of a policy last decided by a version of ratekeeper before the state key is
+-- in the hash's fields curr_permits and last_mill_second, which those versions read and
+-- write. An acquire that may move it (`move`, an instance with RATEKEEPER_REDIS_STATE
+-- packed) writes it to the state key and deletes those fields; one that may not (hash:
+-- while instances of such a version still run) reads and writes it where it is. Once in
+-- the state key it stays there, and every instance of this version decides on it.
+-- Shared by the single script (token_bucket.lua) and the scripts that take requests of
+-- every algorithm (acquire_batch.lua, acquire_all.lua, give_back.lua). Loaded after
+-- lib/token_bucket.lua and lib/acquire_gate.lua; it only defines.
+--
+-- The request's configuration, argv[at] on (lib/keyed.lua's order, then the incarnation
+-- and the move): max_permits, rate, gate ("1" enforce, "2" shadow, "0" disabled), version
+-- and created_ms ("-" when the instance does not know the policy: the hash decides), move
+-- ("1"/"0").
+--
+-- token_bucket_open(key, state_key, move)  the bucket as the call finds it: a table with
+--   tokens, last (nil: never used, full), version and created (strings: the configuration
+--   its state was decided with, or the hash's when its state is in the hash or nowhere),
+--   h (the hash's HMGET reply
+--   of TOKEN_BUCKET_FIELDS when read), packed (its state goes to the state key), moved
+--   (its state is still in the hash's fields, to be deleted at its first write)
+-- token_bucket_config(b, key, permits, app, argv, at)  the configuration one request is
+--   decided with: a refusal's reply, or nil and max_permits, rate, version, created,
+--   enabled, shadow (from the request when its version and created_ms are the bucket's,
+--   else from the hash, read once); version and created as strings
+-- token_bucket_store(key, state_key, b)  writes the bucket's state where it lives
+-- token_bucket_acquire_global(key, state_key, permits, app, _, now_us, argv, at) -> reply
+-- token_bucket_give_back_global(key, state_key, permits, app, _, _, now_us, argv, at)
 local TOKEN_BUCKET_FIELDS = {'max_permits', 'rate', 'apps', 'enabled', 'version',
-  'curr_permits', 'last_mill_second', 'algorithm', 'scope', 'mode'}
+  'curr_permits', 'last_mill_second', 'algorithm', 'scope', 'mode', 'created_ms'}
+
+local function token_bucket_open(key, state_key, move)
+  local raw = redis.call('GET', state_key)
+  if raw and #raw > 16 then
+    local tokens, last = struct.unpack('<d<d', raw)
+    local created, version = string.match(raw, '^(%d+)%.(%d+)$', 17)
+    return {tokens = tokens, last = last, created = created, version = version, packed = true}
+  end
+  local h = redis.call('HMGET', key, unpack(TOKEN_BUCKET_FIELDS))
+  local tokens, last = tonumber(h[6]), tonumber(h[7])
+  return {tokens = tokens, last = last, created = h[11], version = h[5], h = h, packed = move,
+    moved = move and tokens ~= nil}
+end
 
 local function token_bucket_gate(h, app, permits)
   local refused, max_permits, version, enabled, shadow, rate = policy_gate('token_bucket', h[1],
@@ -24,61 +58,82 @@ local function token_bucket_gate(h, app, permits)
   if refused then
     return refused
   end
-  return nil, max_permits, rate, version, enabled, shadow
+  return nil, max_permits, rate, h[5], h[11], enabled, shadow
 end
 
-local function token_bucket_global(h, permits, app, now)
-  local refused, max_permits, rate, version, enabled, shadow = token_bucket_gate(h, app, permits)
-  if refused then
-    return refused[1], refused[2], refused[3], refused[4], refused[5], refused[6]
+local function token_bucket_config(b, key, permits, app, argv, at)
+  -- Strings are interned in Lua: these compare two pointers.
+  local version, created = argv[at + 3], argv[at + 4]
+  if version == b.version and created == b.created then
+    local max_permits = tonumber(argv[at])
+    if not permits or permits < 1 or permits > max_permits or permits ~= math.floor(permits) then
+      return {REPLY.PERMITS_REFUSED, 0, 0, 0, max_permits, tonumber(version)}
+    end
+    local gate = argv[at + 2]
+    return nil, max_permits, tonumber(argv[at + 1]), version, created, gate ~= '0', gate == '2'
   end
-  local code, remaining, retry, reset, tokens, last = token_bucket_decide(tonumber(h[6]),
-    tonumber(h[7]), max_permits, rate, now, permits, enabled)
+  if not b.h then
+    b.h = redis.call('HMGET', key, unpack(TOKEN_BUCKET_FIELDS))
+  end
+  return token_bucket_gate(b.h, app, permits)
+end
+
+-- %.17g keeps every bit of a double in the hash (Redis' own conversion would round to 14
+-- digits), for the versions that read it there.
+local function token_bucket_store(key, state_key, b)
+  if b.packed then
+    redis.call('SET', state_key, struct.pack('<d<d', b.tokens, b.last) .. b.created .. '.'
+      .. b.version)
+    if b.moved then
+      redis.call('HDEL', key, 'curr_permits', 'last_mill_second')
+      b.moved = false
+    end
+  else
+    redis.call('HSET', key, 'curr_permits', string.format('%.17g', b.tokens),
+      'last_mill_second', string.format('%.17g', b.last))
+  end
+end
+
+local function token_bucket_acquire_global(key, state_key, permits, app, _, now_us, argv, at)
+  local b = token_bucket_open(key, state_key, argv[at + 5] == '1')
+  local refused, max_permits, rate, version, created, enabled, shadow = token_bucket_config(b,
+    key, permits, app, argv, at)
+  if refused then
+    return refused
+  end
+  local code, remaining, retry, reset, tokens, last = token_bucket_decide(b.tokens, b.last,
+    max_permits, rate, now_us / 1000, permits, enabled)
   -- Shadow mode: granted, though the limit would have denied (nothing consumed either way).
   if code == REPLY.DENIED and shadow then
     code = REPLY.SHADOW_DENIED
   end
-  return code, remaining, retry, reset, max_permits, version, tokens, last
-end
-
--- Stores a bucket's state; %.17g keeps every bit of a double (Redis' own conversion would
--- round to 14 digits).
-local function store_token_bucket(key, tokens, last)
-  redis.call('HSET', key, 'curr_permits', string.format('%.17g', tokens),
-    'last_mill_second', string.format('%.17g', last))
-end
-
--- One acquire of a global token-bucket policy as the other algorithms' global acquires
--- take it (lib/acquire_gate.lua's order of arguments), reading and writing the hash:
--- token_bucket_acquire_global(key, _, permits, app, _, now_us) -> reply.
-local function token_bucket_acquire_global(key, _, permits, app, _, now_us)
-  local h = redis.call('HMGET', key, unpack(TOKEN_BUCKET_FIELDS))
-  local code, remaining, retry, reset, max_permits, version, tokens, last = token_bucket_global(h,
-    permits, app, now_us / 1000)
   if tokens then
-    store_token_bucket(key, tokens, last)
+    b.tokens, b.last, b.version, b.created = tokens, last, version, created
+    token_bucket_store(key, state_key, b)
   end
-  return {code, remaining, retry, reset, max_permits, version}
+  return {code, remaining, retry, reset, max_permits, tonumber(version)}
 end
 
--- token_bucket_give_back_global(key, _, permits, app, _, _, now_us): gives `permits` back
--- to the policy's bucket (lib/token_bucket.lua's token_bucket_give) after the checks of
--- an acquire of one permit. Reply: {code, remaining, 0, reset_after_ms, max_permits,
--- version} as the bucket is after it (acquire_gate.lua's given()), or a refusal.
-local function token_bucket_give_back_global(key, _, permits, app, _, _, now_us)
-  local h = redis.call('HMGET', key, unpack(TOKEN_BUCKET_FIELDS))
-  local refused, max_permits, rate, version, enabled = token_bucket_gate(h, app, 1)
+-- Gives `permits` back to the policy's bucket (lib/token_bucket.lua's token_bucket_give)
+-- after the checks of an acquire of one permit. Reply: {code, remaining, 0, reset_after_ms,
+-- max_permits, version} as the bucket is after it (acquire_gate.lua's given()), or a
+-- refusal.
+local function token_bucket_give_back_global(key, state_key, permits, app, _, _, now_us, argv,
+    at)
+  local b = token_bucket_open(key, state_key, argv[at + 5] == '1')
+  local refused, max_permits, rate, version, created, enabled = token_bucket_config(b, key, 1,
+    app, argv, at)
   if refused then
     return refused
   end
   local now = now_us / 1000
-  local tokens, last = tonumber(h[6]), tonumber(h[7])
   if enabled then
-    tokens, last = token_bucket_give(tokens, last, max_permits, rate, now, permits)
-    store_token_bucket(key, tokens, last)
+    b.tokens, b.last = token_bucket_give(b.tokens, b.last, max_permits, rate, now, permits)
+    b.version, b.created = version, created
+    token_bucket_store(key, state_key, b)
   end
-  local _, remaining, _, reset = token_bucket_decide(tokens, last, max_permits, rate, now, 1,
+  local _, remaining, _, reset = token_bucket_decide(b.tokens, b.last, max_permits, rate, now, 1,
     false)
-  return given({0, remaining, 0, reset}, {max_permits = max_permits, version = version,
-    enabled = enabled})
+  return given({0, remaining, 0, reset}, {max_permits = max_permits,
+    version = tonumber(version), enabled = enabled})
 end

@@ -5,6 +5,8 @@ use crate::domain::{Algorithm, PolicyName};
 /// A key of a policy's state beside its hash, for the algorithms that keep one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StateKey {
+    /// The token bucket's tokens and time, packed (`lua/lib/token_bucket_global.lua`).
+    TokenBucket,
     /// The fixed window's counter.
     FixedWindow,
     /// The sliding log of grants.
@@ -14,11 +16,17 @@ pub enum StateKey {
 }
 
 impl StateKey {
-    pub const ALL: [StateKey; 3] = [Self::FixedWindow, Self::SlidingLog, Self::Leases];
+    pub const ALL: [StateKey; 4] = [
+        Self::TokenBucket,
+        Self::FixedWindow,
+        Self::SlidingLog,
+        Self::Leases,
+    ];
 
     /// What follows the policy's hash key in the state key's name.
     pub fn suffix(self) -> &'static str {
         match self {
+            Self::TokenBucket => ":tb",
             Self::FixedWindow => ":fw",
             Self::SlidingLog => ":log",
             Self::Leases => ":leases",
@@ -26,13 +34,14 @@ impl StateKey {
     }
 
     /// The state key an algorithm's acquire script takes beside the hash, if any (the
-    /// token bucket, the sliding window and GCRA keep their state in the hash itself).
+    /// sliding window and GCRA keep their state in the hash itself).
     pub fn of(algorithm: Algorithm) -> Option<Self> {
         match algorithm {
+            Algorithm::TokenBucket => Some(Self::TokenBucket),
             Algorithm::FixedWindow => Some(Self::FixedWindow),
             Algorithm::SlidingLog => Some(Self::SlidingLog),
             Algorithm::Concurrency => Some(Self::Leases),
-            Algorithm::TokenBucket | Algorithm::SlidingWindow | Algorithm::Gcra => None,
+            Algorithm::SlidingWindow | Algorithm::Gcra => None,
         }
     }
 }
@@ -67,7 +76,7 @@ impl KeySpace {
     }
 
     /// Every state key a policy may have (to discard its state, or read any algorithm's).
-    pub fn all_state(&self, name: &PolicyName) -> [String; 3] {
+    pub fn all_state(&self, name: &PolicyName) -> [String; 4] {
         StateKey::ALL.map(|which| self.state(name, which))
     }
 

@@ -24,6 +24,9 @@ pub struct Limiter {
     address: Arc<str>,
     /// Calls made (a pipeline is one): what each part of the server asks of Redis.
     round_trips: IntCounter,
+    /// Whether a global token bucket's state still in its policy's hash moves to its
+    /// state key at its next write (`lua/lib/token_bucket_global.lua`).
+    moves_state: bool,
 }
 
 #[derive(Debug, Clone, thiserror::Error)]
@@ -51,7 +54,21 @@ impl Limiter {
                 .join(",")
                 .into(),
             round_trips: IntCounter::new("unregistered", "not exported").expect("a valid name"),
+            moves_state: true,
         })
+    }
+
+    /// The same limiter, leaving a global token bucket's state in its policy's hash where
+    /// it still is (`false`: while instances of a version that reads it only there run on
+    /// the same Redis), or moving it to its state key (`true`, the default).
+    pub fn moving_state(mut self, moves: bool) -> Self {
+        self.moves_state = moves;
+        self
+    }
+
+    /// Whether a global token bucket's state moves from its hash to its state key.
+    pub fn moves_state(&self) -> bool {
+        self.moves_state
     }
 
     /// The same limiter, counting its calls into `counter` (a registered metric).
@@ -70,6 +87,7 @@ impl Limiter {
                 timeout: self.timeout,
                 address: self.address.clone(),
                 round_trips: self.round_trips.clone(),
+                moves_state: self.moves_state,
             },
             _ => self.clone(),
         }

@@ -26,6 +26,7 @@ use crate::decide::decision::{AcquireOutcome, LeaseId, parse_reply};
 use crate::decide::keyed::KeyedBucket;
 use crate::decide::reply::{Code, REPLY_LEN};
 use crate::domain::{Algorithm, AppSlug, CheckOrPermits, PolicyName};
+use crate::policy_config::PolicyConfig;
 
 /// Whose bucket one item of an all-or-nothing acquire draws on.
 #[derive(Debug, Clone, Copy)]
@@ -35,6 +36,8 @@ pub enum AllTarget<'a> {
     Global {
         name: &'a PolicyName,
         algorithm: Algorithm,
+        /// The policy in this instance's snapshot (`None`: not there yet).
+        config: Option<&'a PolicyConfig>,
     },
     /// A caller's bucket of a keyed policy.
     Keyed(KeyedBucket<'a>),
@@ -82,9 +85,14 @@ impl Batcher {
                 .map(|(item, &algorithm)| {
                     let permits = item.ask.decided_as().get();
                     match &item.target {
-                        AllTarget::Global { name, .. } => {
-                            AcquireCall::global(&self.limiter, name, algorithm, permits, app)
-                        }
+                        AllTarget::Global { name, config, .. } => AcquireCall::global(
+                            &self.limiter,
+                            name,
+                            algorithm,
+                            permits,
+                            app,
+                            *config,
+                        ),
                         AllTarget::Keyed(bucket) => {
                             AcquireCall::keyed(&self.limiter, bucket, permits, app)
                         }

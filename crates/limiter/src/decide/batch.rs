@@ -90,7 +90,8 @@ impl Batcher {
     }
 
     /// Decides an acquire of a global policy with the script of `algorithm` (what this
-    /// instance believes it uses; a token bucket for a policy it does not know yet): in a
+    /// instance believes it uses; a token bucket for a policy it does not know yet), with
+    /// the policy's `config` in this instance's snapshot (`None`: not there yet): in a
     /// batch with the acquires around it, or alone. A policy that uses another algorithm in
     /// Redis is decided again with that one's script, in the next call.
     pub async fn acquire(
@@ -99,10 +100,12 @@ impl Batcher {
         algorithm: Algorithm,
         permits: Permits,
         app: &AppSlug,
+        config: Option<&PolicyConfig>,
     ) -> Result<AcquireOutcome, LimiterError> {
         let mut algorithm = algorithm;
         for _ in 0..=ALGORITHM_RETRIES {
-            let call = AcquireCall::global(&self.limiter, name, algorithm, permits.get(), app);
+            let call =
+                AcquireCall::global(&self.limiter, name, algorithm, permits.get(), app, config);
             let lease = call.lease;
             let reply = self.decide(call).await?;
             match reply {
@@ -285,7 +288,7 @@ mod tests {
                 tokio::time::sleep(delay).await;
                 let came = Instant::now();
                 let answer = batcher
-                    .acquire(name, Algorithm::TokenBucket, permits, app)
+                    .acquire(name, Algorithm::TokenBucket, permits, app, None)
                     .await;
                 (came, Instant::now(), answer)
             }

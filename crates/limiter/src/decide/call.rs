@@ -12,7 +12,8 @@ use redis::{Cmd, ScriptInvocation};
 use crate::client::{Limiter, StateKey, scripts};
 use crate::decide::decision::LeaseId;
 use crate::decide::keyed::KeyedBucket;
-use crate::domain::{Algorithm, AppSlug, Mode, PolicyName};
+use crate::domain::{Algorithm, AppSlug, Mode, PolicyName, Scope};
+use crate::policy_config::PolicyConfig;
 
 /// An acquire ready to be sent.
 pub struct AcquireCall {
@@ -33,8 +34,15 @@ pub struct AcquireCall {
 /// Whose bucket, with what the script needs beyond the permits.
 #[derive(PartialEq)]
 enum Whose {
-    /// A global policy: its config is in its hash; the app is checked there.
-    Global { app: AppSlug },
+    /// A global policy: its config is in its hash, where the app is checked; a token
+    /// bucket's also comes with the call, as this instance has it.
+    Global {
+        app: AppSlug,
+        passed: Option<PassedConfig>,
+        /// Whether a token bucket's state still in the hash may move to its state key
+        /// (the limiter's [`Limiter::moves_state`]).
+        moves_state: bool,
+    },
     /// A caller's bucket of a keyed policy: its limits from this instance's snapshot.
     Keyed {
         max_permits: i64,
@@ -42,6 +50,40 @@ enum Whose {
         gate: Gate,
         version: i64,
     },
+}
+
+/// A global token bucket's configuration as this instance has it, sent with its acquires
+/// (`lua/lib/token_bucket_global.lua`): Redis decides with it when its version and
+/// incarnation are those of the state, and reads the policy's hash otherwise.
+#[derive(PartialEq)]
+struct PassedConfig {
+    max_permits: i64,
+    rate: String,
+    gate: Gate,
+    version: i64,
+    created_ms: i64,
+}
+
+impl PassedConfig {
+    /// Whether `config` may go with a global token bucket's acquire by `app`: only a
+    /// global token bucket's that allows the app. Otherwise none goes, and the hash
+    /// answers (no such policy, another algorithm, an app not allowed), whatever the
+    /// caller believed.
+    fn fits(config: &PolicyConfig, app: &AppSlug) -> bool {
+        config.algorithm == Algorithm::TokenBucket
+            && config.scope == Scope::Global
+            && config.apps.split(',').any(|a| a == app.as_str())
+    }
+
+    fn of(config: &PolicyConfig) -> Self {
+        Self {
+            max_permits: config.max_permits,
+            rate: config.rate.to_string(),
+            gate: Gate::of(config),
+            version: config.version,
+            created_ms: config.created_ms,
+        }
+    }
 }
 
 /// What a keyed acquire may do to its bucket, as the keyed scripts take it
@@ -57,6 +99,17 @@ enum Gate {
 }
 
 impl Gate {
+    /// What the policy's switch and mode let an acquire do.
+    fn of(policy: &PolicyConfig) -> Self {
+        match (policy.enabled, policy.mode) {
+            (false, _) => Self::Closed,
+            // A blocked policy is denied by the instance and never reaches here; should a
+            // stale caller send it, Redis enforces the limit as it stands.
+            (true, Mode::Enforce | Mode::Block) => Self::Enforce,
+            (true, Mode::Shadow) => Self::Shadow,
+        }
+    }
+
     fn arg(self) -> &'static str {
         match self {
             Self::Closed => "0",
@@ -68,13 +121,15 @@ impl Gate {
 
 impl AcquireCall {
     /// An acquire of a global policy with the script of `algorithm` (what this instance
-    /// believes it uses; the script answers -4 with the right one if not).
+    /// believes it uses; the script answers -4 with the right one if not), and the
+    /// policy's `config` in this instance's snapshot (`None`: not there yet).
     pub fn global(
         limiter: &Limiter,
         name: &PolicyName,
         algorithm: Algorithm,
         permits: i64,
         app: &AppSlug,
+        config: Option<&PolicyConfig>,
     ) -> Self {
         let (id, lease) = match algorithm {
             Algorithm::Concurrency => {
@@ -86,11 +141,18 @@ impl AcquireCall {
         Self {
             algorithm,
             key: limiter.keys.policy(name),
-            // Only the state key this algorithm's script takes: none for the token bucket,
-            // the sliding window and GCRA, whose state lives in the hash.
+            // Only the state key this algorithm's script takes: none for the sliding window
+            // and GCRA, whose state lives in the hash.
             state_key: StateKey::of(algorithm).map(|which| limiter.keys.state(name, which)),
             permits,
-            whose: Whose::Global { app: app.clone() },
+            whose: Whose::Global {
+                app: app.clone(),
+                passed: (algorithm == Algorithm::TokenBucket)
+                    .then(|| config.filter(|config| PassedConfig::fits(config, app)))
+                    .flatten()
+                    .map(PassedConfig::of),
+                moves_state: limiter.moves_state(),
+            },
             id,
             lease,
         }
@@ -98,14 +160,7 @@ impl AcquireCall {
 
     /// An acquire of `permits` on one caller's bucket, as its policy's mode and switch say.
     pub fn keyed(limiter: &Limiter, bucket: &KeyedBucket<'_>, permits: i64, app: &AppSlug) -> Self {
-        let gate = match (bucket.policy.enabled, bucket.policy.mode) {
-            (false, _) => Gate::Closed,
-            // A blocked policy is denied by the instance and never reaches here; should a
-            // stale caller send it, Redis enforces the limit as it stands.
-            (true, Mode::Enforce | Mode::Block) => Gate::Enforce,
-            (true, Mode::Shadow) => Gate::Shadow,
-        };
-        Self::keyed_gated(limiter, bucket, permits, app, gate)
+        Self::keyed_gated(limiter, bucket, permits, app, Gate::of(bucket.policy))
     }
 
     /// A read of one caller's bucket: the keyed script, writing nothing.
@@ -269,7 +324,31 @@ impl AcquireCall {
     fn add_args(&self, mut add: impl FnMut(Arg<'_>)) {
         add(Arg::Int(self.permits));
         match &self.whose {
-            Whose::Global { app } => add(Arg::Text(app.as_str())),
+            Whose::Global {
+                app,
+                passed,
+                moves_state,
+            } => {
+                add(Arg::Text(app.as_str()));
+                if self.algorithm == Algorithm::TokenBucket {
+                    match passed {
+                        Some(passed) => {
+                            add(Arg::Int(passed.max_permits));
+                            add(Arg::Text(&passed.rate));
+                            add(Arg::Text(passed.gate.arg()));
+                            add(Arg::Int(passed.version));
+                            add(Arg::Int(passed.created_ms));
+                        }
+                        // Not in this instance's snapshot: "-" is no version, the hash decides.
+                        None => {
+                            for unknown in ["0", "0", "0", "-", "-"] {
+                                add(Arg::Text(unknown));
+                            }
+                        }
+                    }
+                    add(Arg::Text(if *moves_state { "1" } else { "0" }));
+                }
+            }
             Whose::Keyed {
                 max_permits,
                 param,
@@ -319,9 +398,7 @@ mod tests {
     use super::*;
     use crate::client::functions;
     use crate::decide::keyed::BucketLimits;
-    use crate::decide::reply::{GLOBAL_ARGS, KEYED_ARGS};
-    use crate::domain::Scope;
-    use crate::policy_config::PolicyConfig;
+    use crate::decide::reply::{GLOBAL_ARGS, KEYED_ARGS, TOKEN_BUCKET_ARGS};
 
     fn args_of(call: &AcquireCall) -> usize {
         let mut n = 0;
@@ -344,7 +421,7 @@ mod tests {
         let app = AppSlug::parse("shop").unwrap();
         let call = |name: &str| {
             let name = PolicyName::parse(name).unwrap();
-            AcquireCall::global(&limiter, &name, Algorithm::TokenBucket, 1, &app)
+            AcquireCall::global(&limiter, &name, Algorithm::TokenBucket, 1, &app, None)
         };
         let (hot, other) = (call("hot"), call("other"));
         let batch = functions::LIBRARY.function("acquire_batch");
@@ -353,23 +430,51 @@ mod tests {
             [
                 "FCALL",
                 &batch,
-                "2",
+                "4",
                 "t:{hot}",
+                "t:{hot}:tb",
                 "t:{other}",
+                "t:{other}:tb",
                 "1",
                 "3",
                 "1",
                 "shop",
+                "0",
+                "0",
+                "0",
+                "-",
+                "-",
                 "1",
                 "1",
                 "1",
-                "shop"
+                "1",
+                "shop",
+                "0",
+                "0",
+                "0",
+                "-",
+                "-",
+                "1"
             ]
         );
         let alone = functions::LIBRARY.function("token_bucket");
         assert_eq!(
             words(&hot.alone_cmd()),
-            ["FCALL", &alone, "1", "t:{hot}", "1", "shop"]
+            [
+                "FCALL",
+                &alone,
+                "2",
+                "t:{hot}",
+                "t:{hot}:tb",
+                "1",
+                "shop",
+                "0",
+                "0",
+                "0",
+                "-",
+                "-",
+                "1"
+            ]
         );
     }
 
@@ -385,8 +490,12 @@ mod tests {
                 algorithm,
                 Algorithm::SlidingLog | Algorithm::Concurrency
             ));
-            let global = AcquireCall::global(&limiter, &name, algorithm, 1, &app);
-            assert_eq!(args_of(&global), GLOBAL_ARGS + with_id, "{algorithm:?}");
+            let global = AcquireCall::global(&limiter, &name, algorithm, 1, &app, None);
+            let global_args = match algorithm {
+                Algorithm::TokenBucket => TOKEN_BUCKET_ARGS,
+                _ => GLOBAL_ARGS,
+            };
+            assert_eq!(args_of(&global), global_args + with_id, "{algorithm:?}");
             let config = PolicyConfig {
                 name: name.clone(),
                 created_ms: 1,

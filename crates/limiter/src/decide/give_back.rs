@@ -13,6 +13,7 @@ use crate::decide::decision::{AcquireOutcome, Decided, parse_reply};
 use crate::decide::keyed::KeyedBucket;
 use crate::decide::reply::{Code, REPLY_LEN};
 use crate::domain::{Algorithm, AppSlug, Permits, PolicyName};
+use crate::policy_config::PolicyConfig;
 
 /// What a refund came to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -28,18 +29,20 @@ pub enum RefundOutcome {
 
 impl Batcher {
     /// Gives `permits` back to a global policy's bucket, as `app` (which must be allowed
-    /// to acquire it). `algorithm` is what this instance believes the policy uses; Redis
-    /// redirects when it uses another.
+    /// to acquire it). `algorithm` is what this instance believes the policy uses, `config`
+    /// the policy in its snapshot; Redis redirects when it uses another.
     pub async fn refund(
         &self,
         name: &PolicyName,
         algorithm: Algorithm,
         permits: Permits,
         app: &AppSlug,
+        config: Option<&PolicyConfig>,
     ) -> Result<RefundOutcome, LimiterError> {
         let mut algorithm = algorithm;
         for _ in 0..=ALGORITHM_RETRIES {
-            let call = AcquireCall::global(&self.limiter, name, algorithm, permits.get(), app);
+            let call =
+                AcquireCall::global(&self.limiter, name, algorithm, permits.get(), app, config);
             let reply = self.give_back(call).await?;
             if reply[0] == Code::WrongAlgorithm.number() {
                 algorithm = Algorithm::from_index(reply[1])

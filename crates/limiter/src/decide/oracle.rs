@@ -21,13 +21,14 @@ impl Limiter {
         permits: Permits,
         app: &AppSlug,
     ) -> Result<AcquireOutcome, LimiterError> {
-        let call = AcquireCall::global(self, name, algorithm, permits.get(), app);
+        // No configuration passed: the policy's hash decides, as it always could.
+        let call = AcquireCall::global(self, name, algorithm, permits.get(), app, None);
         let reply = self.run_alone(&call).await?;
         match reply.as_slice() {
             [code, index, ..] if *code == Code::WrongAlgorithm.number() => {
                 let actual = Algorithm::from_index(*index)
                     .ok_or_else(|| LimiterError::Reply(format!("{reply:?}")))?;
-                let call = AcquireCall::global(self, name, actual, permits.get(), app);
+                let call = AcquireCall::global(self, name, actual, permits.get(), app, None);
                 let again = self.run_alone(&call).await?;
                 parse_reply(&again, call.lease, actual)
             }

@@ -88,10 +88,16 @@ impl Code {
 /// (its table `BATCH_ARGS`, put ahead of it from here), so the layout is written once.
 pub(crate) const GLOBAL_ARGS: usize = 2;
 pub(crate) const KEYED_ARGS: usize = 5;
+/// A global token bucket's: the policy's configuration follows the permits and the app
+/// (`lua/lib/token_bucket_global.lua`).
+pub(crate) const TOKEN_BUCKET_ARGS: usize = 8;
 
-/// `local BATCH_ARGS = {global = 2, keyed = 5}`, for the batch script.
+/// `local BATCH_ARGS = {global = 2, keyed = 5, token_bucket = 8}`, for the batch script.
 pub(crate) fn batch_args_lua_table() -> String {
-    format!("local BATCH_ARGS = {{global = {GLOBAL_ARGS}, keyed = {KEYED_ARGS}}}\n")
+    format!(
+        "local BATCH_ARGS = {{global = {GLOBAL_ARGS}, keyed = {KEYED_ARGS}, \
+         token_bucket = {TOKEN_BUCKET_ARGS}}}\n"
+    )
 }
 
 #[cfg(test)]

@@ -163,6 +163,8 @@ async fn a_disabled_policy_grants_unenforced_and_leaves_state_alone() {
 /// ARGV[2]  'hash': ARGV[3] the field, ARGV[4] its value as saved (a time in ms)
 ///          'zset': ARGV[3] the scores' unit in µs (1 or 1000), then member, score pairs
 ///          as saved (times in that unit)
+///          'tb': ARGV[3] a token bucket's state key as saved (tokens and the time in ms,
+///          two little-endian doubles, then its configuration's id)
 /// Reply: Redis' time (µs) the shift was taken from.
 const SHIFT_CLOCK: &str = r"
 local t = redis.call('TIME')
@@ -171,6 +173,10 @@ local ahead_us = tonumber(ARGV[1]) - now_us
 if ARGV[2] == 'hash' then
   local ms = tonumber(ARGV[4]) - ahead_us / 1000
   redis.call('HSET', KEYS[1], ARGV[3], string.format('%.17g', ms))
+elseif ARGV[2] == 'tb' then
+  local tokens, last = struct.unpack('<d<d', ARGV[3])
+  redis.call('SET', KEYS[1], struct.pack('<d<d', tokens, last - ahead_us / 1000)
+    .. string.sub(ARGV[3], 17))
 else
   local unit = tonumber(ARGV[3])
   for i = 4, #ARGV, 2 do
@@ -184,13 +190,20 @@ return now_us
 impl Policy {
     /// The state of a token bucket, GCRA, sliding log or concurrency policy as it stands,
     /// as SHIFT_CLOCK's KEYS[1] and ARGV[2..].
-    async fn clock_state(&self) -> (String, Vec<String>) {
+    async fn clock_state(&self) -> (String, Vec<Vec<u8>>) {
         let hash_field = |field: &str| {
             let field = field.to_owned();
             async move {
                 let value = self.field(&field).await.expect("state written by a grant");
-                (self.key.clone(), vec!["hash".to_owned(), field, value])
+                let args = ["hash".to_owned(), field, value];
+                (self.key.clone(), args.map(String::into_bytes).to_vec())
             }
+        };
+        let state_key = || async move {
+            let key = self.state_key("tb");
+            let raw: Vec<u8> = self.query(redis::cmd("GET").arg(&key)).await;
+            assert!(raw.len() > 16, "state written by a grant");
+            (key, vec![b"tb".to_vec(), raw])
         };
         let zset = |suffix: &str, unit: &str| {
             let (key, unit) = (self.state_key(suffix), unit.to_owned());
@@ -208,11 +221,11 @@ impl Policy {
                 for (member, score) in pairs {
                     args.extend([member, score]);
                 }
-                (key, args)
+                (key, args.into_iter().map(String::into_bytes).collect())
             }
         };
         match self.algo {
-            TokenBucket => hash_field("last_mill_second").await,
+            TokenBucket => state_key().await,
             Gcra => hash_field("tat").await,
             SlidingLog => zset("log", "1").await,
             Concurrency => zset("leases", "1000").await,
@@ -223,7 +236,7 @@ impl Policy {
     /// One acquire of 1 permit at the virtual time `at_us`, with the state saved as
     /// `state`: the reply, and the span of virtual time in which the acquire decided (from
     /// `at_us` on, for as long as Redis' clock turned between the shift and the acquire).
-    async fn acquire_at(&self, state: &(String, Vec<String>), at_us: i64) -> (Reply, i64, i64) {
+    async fn acquire_at(&self, state: &(String, Vec<Vec<u8>>), at_us: i64) -> (Reply, i64, i64) {
         let mut shift = redis::cmd("EVAL");
         shift.arg(SHIFT_CLOCK).arg(1).arg(&state.0).arg(at_us);
         for arg in &state.1 {

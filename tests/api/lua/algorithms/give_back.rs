@@ -19,7 +19,11 @@ impl Policy {
         if let Some(suffix) = algo.state_suffix() {
             inv.key(self.state_key(suffix));
         }
-        inv.arg(algo.index()).arg(at_us).arg(permits).arg(app);
+        inv.arg(algo.index())
+            .arg(at_us)
+            .arg(permits)
+            .arg(app)
+            .arg(algo.config_args());
         if matches!(algo, SlidingLog | Concurrency) {
             inv.arg(id);
         }
@@ -48,19 +52,24 @@ impl Policy {
             }
         }
         if with_missing {
-            inv.key(&missing);
+            inv.key(&missing).key(format!("{missing}:tb"));
         }
         for &(permits, take, id) in items {
             inv.arg(self.algo.index())
                 .arg(i64::from(take))
                 .arg(permits)
-                .arg("shop");
+                .arg("shop")
+                .arg(self.algo.config_args());
             if matches!(self.algo, SlidingLog | Concurrency) {
                 inv.arg(id);
             }
         }
         if with_missing {
-            inv.arg(TokenBucket.index()).arg(1).arg(1).arg("shop");
+            inv.arg(TokenBucket.index())
+                .arg(1)
+                .arg(1)
+                .arg("shop")
+                .arg(TokenBucket.config_args());
         }
         let packed: Vec<u8> = inv.invoke_async(&mut conn).await.unwrap();
         let integers = ratekeeper_limiter::scripts::batch_reply_integers(&packed).unwrap();

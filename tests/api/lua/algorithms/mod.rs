@@ -45,7 +45,7 @@ const UNENFORCED: i64 = 2;
 const LONG: i64 = 3_600_000;
 
 /// The state keys a caller passes to sync_policy.lua and delete_if_stale.lua.
-const STATE_SUFFIXES: [&str; 4] = ["fw", "log", "sw", "leases"];
+const STATE_SUFFIXES: [&str; 5] = ["tb", "fw", "log", "sw", "leases"];
 
 /// What the sync task writes for one policy.
 #[derive(Debug, Clone)]
@@ -189,7 +189,7 @@ impl Policy {
         if let Some(suffix) = algo.state_suffix() {
             inv.key(self.state_key(suffix));
         }
-        inv.arg(permits).arg(app);
+        inv.arg(permits).arg(app).arg(algo.config_args());
         if matches!(algo, SlidingLog | Concurrency) {
             inv.arg(id);
         }
@@ -206,7 +206,7 @@ impl Policy {
             Some(suffix) => cmd.arg(2).arg(&self.key).arg(self.state_key(suffix)),
             None => cmd.arg(1).arg(&self.key),
         };
-        cmd.arg(permits).arg(app);
+        cmd.arg(permits).arg(app).arg(algo.config_args());
         if matches!(algo, SlidingLog | Concurrency) {
             cmd.arg(id);
         }

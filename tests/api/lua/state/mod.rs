@@ -131,9 +131,9 @@ impl Policy {
         format!("{}:{suffix}", self.key)
     }
 
-    /// The state keys sync_policy.lua is given: :fw, :log, :sw, :leases.
+    /// The state keys sync_policy.lua is given: :tb, :fw, :log, :sw, :leases.
     fn state_keys(&self) -> Vec<String> {
-        ["fw", "log", "sw", "leases"]
+        ["tb", "fw", "log", "sw", "leases"]
             .iter()
             .map(|s| self.state_key(s))
             .collect()
@@ -150,8 +150,9 @@ impl Policy {
             .query(
                 redis::cmd("EVAL_RO")
                     .arg(*POLICY_STATE_SRC)
-                    .arg(4)
+                    .arg(5)
                     .arg(&self.key)
+                    .arg(self.state_key("tb"))
                     .arg(self.state_key("fw"))
                     .arg(self.state_key("log"))
                     .arg(self.state_key("leases")),
@@ -178,6 +179,7 @@ impl Policy {
         let mut conn = self.conn.clone();
         POLICY_STATE
             .key(&self.key)
+            .key(self.state_key("tb"))
             .key(self.state_key("fw"))
             .key(self.state_key("log"))
             .key(self.state_key("leases"))
@@ -200,7 +202,7 @@ impl Policy {
         if let Some(suffix) = self.algo.state_suffix() {
             inv.key(self.state_key(suffix));
         }
-        inv.arg(permits).arg("shop");
+        inv.arg(permits).arg("shop").arg(self.algo.config_args());
         if matches!(self.algo, SlidingLog | Concurrency) {
             inv.arg(id);
         }
