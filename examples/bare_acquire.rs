@@ -4,8 +4,9 @@
 //! - `POST /noop`: parses the acquire body as ratekeeper's API does and answers a fixed
 //!   reply; nothing else. The ceiling of the HTTP layer for this request.
 //! - `POST /v1/acquire`: the same, plus one EVALSHA of ratekeeper's own token-bucket script
-//!   (`lua/token_bucket.lua`) on one policy hash, and the reply built from its answer. The
-//!   bare one-script-per-request handler: no API key, no snapshot, no counts, no headers.
+//!   (`lua/token_bucket.lua`) on one policy (its hash and state key, with its configuration
+//!   passed as the server passes it), and the reply built from its answer. The bare
+//!   one-script-per-request handler: no API key, no snapshot, no counts, no headers.
 //!
 //! Each HTTP worker has its own Redis connection, as ratekeeper's do.
 //!
@@ -26,7 +27,7 @@ use serde::{Deserialize, Serialize};
 
 #[path = "shared/never_reached.rs"]
 mod never_reached;
-use never_reached::never_reached_policy;
+use never_reached::{NEVER_REACHED_PASSED, never_reached_policy};
 
 /// The acquire body, read as strictly as ratekeeper reads it.
 #[derive(Deserialize)]
@@ -52,6 +53,8 @@ struct Reply {
 /// What every worker shares: the policy hash and the app, and the connections to pick from.
 struct Shared {
     policy_key: String,
+    /// Its token bucket's state key.
+    state_key: String,
     app: String,
     connections: Vec<ConnectionManager>,
     next: AtomicUsize,
@@ -81,8 +84,10 @@ async fn acquire(
     let mut conn = conn.get_ref().clone();
     let reply: Result<Vec<i64>, _> = TOKEN_BUCKET
         .key(&shared.policy_key)
+        .key(&shared.state_key)
         .arg(permits)
         .arg(&shared.app)
+        .arg(&NEVER_REACHED_PASSED)
         .invoke_async(&mut conn)
         .await;
     match reply.as_deref() {
@@ -141,6 +146,7 @@ async fn main() -> std::io::Result<()> {
         .map_err(std::io::Error::other)?;
     let shared = Arc::new(Shared {
         policy_key: policy_key.clone(),
+        state_key: format!("{policy_key}:tb"),
         app: app.clone(),
         connections,
         next: AtomicUsize::new(0),
