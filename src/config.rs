@@ -30,7 +30,8 @@ pub struct Settings {
     pub redis_timeout_ms: u64,
     /// Where a global token bucket's state lives in Redis: `packed` (its own key, read and
     /// written as one short string) or `hash` (left in its policy's hash while instances
-    /// of a version before 0.3 still run on the same Redis; see the README's upgrade note).
+    /// of a version before the state key still run on the same Redis; see the README's
+    /// upgrade note).
     pub redis_state: RedisState,
     /// How long a request waits for a database connection before it answers 503.
     pub database_timeout_ms: u64,

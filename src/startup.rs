@@ -59,6 +59,12 @@ impl Core {
                 .counting_into(metrics.sql_statements_of("control"));
         store.migrate().await?;
         let redis_url = settings.redis_url.expose_secret();
+        if settings.redis_state == RedisState::Hash {
+            tracing::info!(
+                "RATEKEEPER_REDIS_STATE=hash: token buckets' state stays in their policies' \
+                 hashes; set packed once no instance of a version before the state key runs"
+            );
+        }
         let limiter = Limiter::new(redis_url, &settings.redis_prefix, settings.redis_timeout())?
             .counting_into(metrics.redis_calls_of("control"))
             .moving_state(settings.redis_state == RedisState::Packed);
