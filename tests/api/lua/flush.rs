@@ -1,7 +1,7 @@
-//! `lua/flush_policy.lua`, through the flusher's write (`Limiter::add_flush`): one call per
-//! policy adds its usage pairs, its shadow counts and its top callers (trimmed), and sets
-//! each key's expiry once: a later flush leaves a set expiry alone, and a key without one
-//! (Redis lost it, or it came back) gets it again.
+//! `lua/flush_policies.lua`, through the flusher's write (`Limiter::add_flush`): one call
+//! adds each policy's usage pairs, shadow counts and top callers (trimmed), for many
+//! policies at once, and sets each key's expiry once: a later flush leaves a set expiry
+//! alone, and a key without one (Redis lost it, or it came back) gets it again.
 
 use std::time::Duration;
 
@@ -31,7 +31,7 @@ async fn u32s(
 }
 
 #[tokio::test]
-async fn one_call_per_policy_adds_counts_and_callers_and_sets_each_expiry_once() {
+async fn a_flush_adds_counts_and_callers_and_sets_each_expiry_once() {
     let prefix = test_prefix("flush");
     let limiter = Limiter::new(&redis_url(), &prefix, Duration::from_secs(5)).unwrap();
     let mut conn = redis::Client::open(redis_url())
@@ -123,6 +123,73 @@ async fn one_call_per_policy_adds_counts_and_callers_and_sets_each_expiry_once()
         pttl(&mut conn, &hours).await > 500_000,
         "a key without an expiry gets its own again"
     );
+
+    let keys: Vec<String> = redis::cmd("KEYS")
+        .arg(format!("{prefix}:*"))
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    let _: () = redis::cmd("DEL")
+        .arg(keys)
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+}
+
+/// More policies than one call takes, each with counts and callers of its own: every one
+/// is added to its own keys, none to another's.
+#[tokio::test]
+async fn a_flush_of_many_policies_adds_each_ones_counts_to_its_own_keys() {
+    let prefix = test_prefix("flushmany");
+    let limiter = Limiter::new(&redis_url(), &prefix, Duration::from_secs(5)).unwrap();
+    let mut conn = redis::Client::open(redis_url())
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    let names: Vec<String> = (0..75).map(|i| format!("p{i}")).collect();
+    let callers: Vec<Vec<(String, u64)>> = (0..75u64)
+        .map(|i| (0..i % 4).map(|c| (format!("u{i}-{c}"), i + c)).collect())
+        .collect();
+    let none: Vec<(String, u64)> = Vec::new();
+    let flushes: Vec<PolicyFlush<'_>> = (0..75u64)
+        .map(|i| PolicyFlush {
+            granted: i + 1,
+            denied: i % 3,
+            shadow_denied: i % 2,
+            top: TopBatch {
+                policy: &names[i as usize],
+                granted: &callers[i as usize],
+                denied: &none,
+                shadow_denied: &none,
+            },
+        })
+        .collect();
+    limiter.add_flush(MINUTE, &flushes, &[]).await.unwrap();
+
+    let hour = MINUTE / 60;
+    let slot = 2 * (MINUTE % 60);
+    for i in 0..75u64 {
+        let minutes = format!("{prefix}:activity:{{p{i}}}:m:{hour}");
+        assert_eq!(
+            u32s(&mut conn, &minutes, slot, 2).await,
+            [i as i64 + 1, (i % 3) as i64],
+            "p{i}"
+        );
+        let shadow = format!("{prefix}:activity:{{p{i}}}:sm:{hour}");
+        let shadow_count = u32s(&mut conn, &shadow, slot / 2, 1).await;
+        assert_eq!(shadow_count, [(i % 2) as i64], "p{i}");
+        let top = limiter.top(&names[i as usize], MINUTE, 1, 5).await.unwrap();
+        let mut got: Vec<(String, u64)> = top
+            .granted
+            .iter()
+            .map(|c| (c.key.clone(), c.count))
+            .collect();
+        got.sort();
+        let mut want = callers[i as usize].clone();
+        want.sort();
+        assert_eq!(got, want, "p{i}");
+    }
 
     let keys: Vec<String> = redis::cmd("KEYS")
         .arg(format!("{prefix}:*"))

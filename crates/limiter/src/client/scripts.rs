@@ -139,7 +139,7 @@ lua_files!(
     "concurrency_release.lua",
     "delete_if_stale.lua",
     "fixed_window.lua",
-    "flush_policy.lua",
+    "flush_policies.lua",
     "gcra.lua",
     "give_back.lua",
     "keyed/concurrency_acquire.lua",
@@ -182,8 +182,8 @@ macro_rules! script {
     };
 }
 
-// The flusher's counts of one policy: usage and top callers in one call.
-script!(FLUSH_POLICY, ["flush_policy.lua"]);
+// The flusher's counts of some policies: usage and top callers in one call.
+script!(FLUSH_POLICIES, ["flush_policies.lua"]);
 // Every acquire reads Redis' clock with `lib/clock.lua`. Global policies: config and state
 // in the policy's hash (and a state key beside it). `lib/acquire_gate.lua` holds the
 // checks the algorithms beyond the token bucket share; `lib/<algorithm>.lua` each

@@ -1,7 +1,7 @@
 //! The flusher's write: one instance's counts and top callers of a minute, one script call
-//! per busy policy (`lua/flush_policy.lua`: its usage pairs, its shadow counts and its top
-//! callers together, expiries set once per key), and each owning application's pair of
-//! the minute.
+//! per [`POLICIES_PER_CALL`] busy policies (`lua/flush_policies.lua`: each one's usage
+//! pairs, shadow counts and top callers together, expiries set once per key; on a cluster
+//! one call per policy, in its slot), and each owning application's pair of the minute.
 
 use futures_util::future::join_all;
 
@@ -9,6 +9,10 @@ use crate::client::{Limiter, LimiterError, scripts};
 
 use super::top_keys::{KEEP, KEEP_MS, TopBatch};
 use super::usage::{KEEP_HOURS_MS, KEEP_MINUTES_MS, add_counts};
+
+/// The most policies one flush call takes: a call's fixed cost (the script's start, its
+/// round) shared by many, while no call holds Redis long (some 10 µs a policy).
+const POLICIES_PER_CALL: usize = 32;
 
 /// One instance's decisions on one policy over a flush: its counts and its top callers.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -48,7 +52,8 @@ impl Limiter {
     }
 
     /// One pipeline: the script loaded (a flushed script cache is no error), one call per
-    /// policy, the applications' pairs; nothing at all when there is nothing to add.
+    /// [`POLICIES_PER_CALL`] policies, the applications' pairs; nothing at all when there is
+    /// nothing to add.
     async fn send_flush(
         &self,
         minute: i64,
@@ -62,10 +67,10 @@ impl Limiter {
         let minute_slot = 2 * minute.rem_euclid(60);
         let mut pipe = redis::pipe();
         if !policies.is_empty() {
-            pipe.load_script(&scripts::FLUSH_POLICY).ignore();
+            pipe.load_script(&scripts::FLUSH_POLICIES).ignore();
         }
-        for p in policies {
-            pipe.invoke_script(&self.flush_invocation(minute, hour, day, p))
+        for some in policies.chunks(POLICIES_PER_CALL) {
+            pipe.invoke_script(&self.flush_invocation(minute, hour, day, some))
                 .ignore();
         }
         for (app, granted, denied) in apps {
@@ -81,44 +86,46 @@ impl Limiter {
         self.timed(pipe.query_async::<()>(&mut conn)).await
     }
 
-    /// `lua/flush_policy.lua`'s call for one policy (its keys and arguments in the order
-    /// the script's header gives).
+    /// `lua/flush_policies.lua`'s call for `policies` (their keys and arguments in the
+    /// order the script's header gives).
     fn flush_invocation(
         &self,
         minute: i64,
         hour: i64,
         day: i64,
-        p: &PolicyFlush<'_>,
+        policies: &[PolicyFlush<'_>],
     ) -> redis::ScriptInvocation<'static> {
-        let policy = p.top.policy;
-        let mut call = scripts::FLUSH_POLICY.prepare_invoke();
-        call.key(self.keys.usage_minutes(policy, hour))
-            .key(self.keys.usage_hours(policy, day))
-            .key(self.keys.usage_shadow_minutes(policy, hour))
-            .key(self.keys.usage_shadow_hours(policy, day))
-            .key(self.top_key(policy, minute, 'g'))
-            .key(self.top_key(policy, minute, 'd'))
-            .key(self.top_key(policy, minute, 's'))
-            .arg(2 * minute.rem_euclid(60))
+        let mut call = scripts::FLUSH_POLICIES.prepare_invoke();
+        call.arg(2 * minute.rem_euclid(60))
             .arg(2 * hour.rem_euclid(24))
-            .arg(saturated(p.granted))
-            .arg(saturated(p.denied))
-            .arg(saturated(p.shadow_denied))
             .arg(KEEP_MINUTES_MS)
             .arg(KEEP_HOURS_MS)
             .arg(KEEP_MS)
-            .arg(KEEP)
-            .arg(p.top.granted.len())
-            .arg(p.top.denied.len())
-            .arg(p.top.shadow_denied.len());
-        for (caller, n) in p
-            .top
-            .granted
-            .iter()
-            .chain(p.top.denied)
-            .chain(p.top.shadow_denied)
-        {
-            call.arg(caller.as_str()).arg(*n);
+            .arg(KEEP);
+        for p in policies {
+            let policy = p.top.policy;
+            call.key(self.keys.usage_minutes(policy, hour))
+                .key(self.keys.usage_hours(policy, day))
+                .key(self.keys.usage_shadow_minutes(policy, hour))
+                .key(self.keys.usage_shadow_hours(policy, day))
+                .key(self.top_key(policy, minute, 'g'))
+                .key(self.top_key(policy, minute, 'd'))
+                .key(self.top_key(policy, minute, 's'))
+                .arg(saturated(p.granted))
+                .arg(saturated(p.denied))
+                .arg(saturated(p.shadow_denied))
+                .arg(p.top.granted.len())
+                .arg(p.top.denied.len())
+                .arg(p.top.shadow_denied.len());
+            for (caller, n) in p
+                .top
+                .granted
+                .iter()
+                .chain(p.top.denied)
+                .chain(p.top.shadow_denied)
+            {
+                call.arg(caller.as_str()).arg(*n);
+            }
         }
         call
     }
