@@ -17,6 +17,9 @@
 --            keyed:  permits, max_permits, param, gate, version, and for sliding_log
 --                    and concurrency the request id or lease members' prefix (the keyed
 --                    script's ARGV, lib/keyed.lua)
+--          A token bucket's entry may come packed instead: its kind is BATCH_ARGS.packed
+--          (minus it for a caller's bucket), and one argument follows, the count and its
+--          numbers (PACKED_GLOBAL, PACKED_KEYED below; the server sends them so)
 -- KEYS     per entry, in order: the policy's hash and, for a global token_bucket,
 --          fixed_window, sliding_log or concurrency policy, its state key (the single
 --          script's KEYS);
@@ -55,12 +58,11 @@ local args = #ARGV
 
 -- Decides `count` requests of `permits` on the token bucket b of `kind`, appending each
 -- reply, and keeps what the grants took in b (marked to be written at the end); a global
--- bucket also keeps the configuration they were decided with (version and created, as
--- strings).
+-- bucket also keeps the configuration they were decided with (version and created).
 local function token_bucket_run(kind, key, b, count, max_permits, rate, permits, enabled,
     shadow, version, created)
   local tokens, last = b.tokens, b.last
-  local reply_version = tonumber(version) or 0
+  local reply_version = version or 0
   local granted_reset = nil
   local r = 0
   while r < count do
@@ -106,33 +108,60 @@ local function repeat_reply(reply, count)
   end
 end
 
+-- A token bucket's entries come packed (PACKED, minus it for a caller's bucket): one
+-- argument after the kind holds the count and the request's numbers, read at once instead
+-- of one Lua string and one tonumber each (their layouts below, struct's notation).
+local PACKED = BATCH_ARGS.packed
+local PACKED_GLOBAL = '<i4i8i8di1i8i8i1s'
+local PACKED_KEYED = '<i4i8i8di1i8'
+local unpack_packed = struct.unpack
+
 while a <= args do
   local kind = tonumber(ARGV[a])
-  local count = tonumber(ARGV[a + 1])
   local key = KEYS[k]
+  local count = 0
   local with_id = kind == SLIDING_LOG or kind == -SLIDING_LOG or kind == CONCURRENCY
     or kind == -CONCURRENCY
-  if kind == TOKEN_BUCKET then
-    local permits = tonumber(ARGV[a + 2])
-    local at = a + 4
+  if kind == TOKEN_BUCKET or kind == PACKED then
+    -- count, permits, max_permits, rate, gate, version, created_ms (-1 both when the instance
+    -- does not know the policy), move (1/0), app
+    local permits, app, max_permits, rate, gate, version, created, move
+    if kind == PACKED then
+      local moves
+      count, permits, max_permits, rate, gate, version, created, moves, app = unpack_packed(
+        PACKED_GLOBAL, ARGV[a + 1])
+      move = moves == 1
+    else
+      count, permits, app = tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), ARGV[a + 3]
+      max_permits, rate, gate, version, created, move = token_bucket_passed(ARGV, a + 4)
+    end
     local b = buckets[key]
     if not b then
-      b = token_bucket_open(key, KEYS[k + 1], ARGV[at + 5] == '1')
+      b = token_bucket_open(key, KEYS[k + 1], move)
       b.state_key = KEYS[k + 1]
       buckets[key] = b
     end
-    local refused, max_permits, rate, version, created, enabled, shadow = token_bucket_config(b,
-      key, permits, ARGV[a + 3], ARGV, at)
+    local refused, enabled, shadow
+    refused, max_permits, rate, version, created, enabled, shadow = token_bucket_config(b, key,
+      permits, app, max_permits, rate, gate, version, created)
     if refused then
       repeat_reply(refused, count)
     else
-      token_bucket_run(kind, key, b, count, max_permits, rate, permits, enabled, shadow, version,
-        created)
+      token_bucket_run(TOKEN_BUCKET, key, b, count, max_permits, rate, permits, enabled, shadow,
+        version, created)
     end
-  elseif kind == -TOKEN_BUCKET then
-    local permits, max_permits = tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3])
-    local version = ARGV[a + 6]
-    local refused = keyed_refusal(permits, max_permits, tonumber(version) or 0)
+  elseif kind == -TOKEN_BUCKET or kind == -PACKED then
+    -- count, permits, max_permits, rate, gate, version
+    local permits, max_permits, rate, gate, version
+    if kind == -PACKED then
+      count, permits, max_permits, rate, gate, version = unpack_packed(PACKED_KEYED, ARGV[a + 1])
+    else
+      count, permits, max_permits = tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]),
+        tonumber(ARGV[a + 3])
+      rate, gate, version = tonumber(ARGV[a + 4]), tonumber(ARGV[a + 5]),
+        tonumber(ARGV[a + 6]) or 0
+    end
+    local refused = keyed_refusal(permits, max_permits, version)
     if refused then
       repeat_reply(refused, count)
     else
@@ -142,8 +171,8 @@ while a <= args do
         b = {tokens = tokens, last = last}
         buckets[key] = b
       end
-      token_bucket_run(kind, key, b, count, max_permits, tonumber(ARGV[a + 4]), permits,
-        ARGV[a + 5] ~= '0', ARGV[a + 5] == '2', version)
+      token_bucket_run(-TOKEN_BUCKET, key, b, count, max_permits, rate, permits, gate ~= 0,
+        gate == 2, version)
     end
   elseif kind > 0 then
     local id = nil
@@ -156,10 +185,12 @@ while a <= args do
     end
     local decide = ACQUIRE_GLOBAL[kind]
     local permits, app = tonumber(ARGV[a + 2]), ARGV[a + 3]
+    count = tonumber(ARGV[a + 1])
     for _ = 1, count do
       repeat_reply(decide(key, state_key, permits, app, id, now_us), 1)
     end
   else
+    count = tonumber(ARGV[a + 1])
     for _ = 1, count do
       repeat_reply(keyed_acquire(ACQUIRE_KEYED[-kind], key, ARGV, a + 2, now_us), 1)
     end
@@ -167,7 +198,13 @@ while a <= args do
   -- On to the next entry: after its kind and count, a global one takes BATCH_ARGS.global
   -- arguments (a token bucket BATCH_ARGS.token_bucket), a keyed one BATCH_ARGS.keyed (put
   -- ahead of this script from the Rust side that sends them), and each one more with an id.
-  if kind == TOKEN_BUCKET then
+  if kind == PACKED then
+    a = a + 2
+    k = k + 2
+  elseif kind == -PACKED then
+    a = a + 2
+    k = k + 1
+  elseif kind == TOKEN_BUCKET then
     a = a + 2 + BATCH_ARGS.token_bucket
     k = k + 2
   elseif kind > 0 then

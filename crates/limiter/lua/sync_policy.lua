@@ -32,8 +32,8 @@
 -- algorithm or scope changes, or when window_ms changes for a windowed algorithm. Otherwise the
 -- token bucket (curr_permits, last_mill_second, or its state key :tb) is only touched when the
 -- rate changes (the tokens earned so far are settled at the old rate first) or max_permits is
--- lowered below it (clamped); its state key also takes the new configuration's id
--- ("<created_ms>.<version>"). An unrelated update never refills a bucket (rewriting the state on every
+-- lowered below it (clamped); its state key also takes the new configuration's id (its
+-- created_ms and version, lib/token_bucket_global.lua). An unrelated update never refills a bucket (rewriting the state on every
 -- sync would hand every client a full bucket each time the sync runs). Other
 -- algorithms keep their state across config changes (a lowered max_permits denies until
 -- enough usage has aged out; a changed lease_ttl_ms applies to new leases).
@@ -186,10 +186,10 @@ else
     end
   end
   local raw = tb_key and redis.call('GET', tb_key)
-  if algorithm == 'token_bucket' and raw and #raw > 16 then
+  if algorithm == 'token_bucket' and raw and #raw == 32 then
     local t_tokens, t_last = struct.unpack('<d<d', raw)
     t_tokens, t_last = settled(t_tokens, t_last)
-    redis.call('SET', tb_key, struct.pack('<d<d', t_tokens, t_last) .. ARGV[1] .. '.' .. ARGV[2])
+    redis.call('SET', tb_key, struct.pack('<d<d<i8<i8', t_tokens, t_last, created, version))
   end
 end
 

@@ -110,7 +110,7 @@ local function policy_state(key, tb_key, fw_key, log_key, leases_key, now_us)
       local tokens = tonumber(h[7])
       local last = tonumber(h[8])
       local raw = redis.call('GET', tb_key)
-      if raw and #raw > 16 then
+      if raw and #raw == 32 then
         tokens, last = struct.unpack('<d<d', raw)
       end
       if not tokens or not last then

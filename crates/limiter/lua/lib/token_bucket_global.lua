@@ -1,9 +1,9 @@
 -- A global token-bucket policy: its configuration in its hash (written by the sync, read by
 -- the console), its state in a key of its own beside it, <prefix>:{<policy name>}:tb: one
--- string, two little-endian doubles (tokens, and the ms of the last write) then the id of
--- the configuration that last decided on it ("<created_ms>.<version>": a policy deleted and
--- made again starts its versions again), so that an
--- acquire reads and writes one short string. The instance passes the policy's
+-- string of 32 bytes, two little-endian doubles (tokens, and the ms of the last write) then
+-- the id of the configuration that last decided on it, its created_ms and version, two
+-- little-endian integers (a policy deleted and made again starts its versions again), so
+-- that an acquire reads and writes one short string. The instance passes the policy's
 -- configuration from its snapshot with its id; it decides when that id is the state's (the
 -- sync keeps the state's id that of the hash, lua/sync_policy.lua), else the hash is read
 -- and decides, exactly as when the instance's view is older or newer than Redis'.
@@ -18,38 +18,46 @@
 -- every algorithm (acquire_batch.lua, acquire_all.lua, give_back.lua). Loaded after
 -- lib/token_bucket.lua and lib/acquire_gate.lua; it only defines.
 --
--- The request's configuration, argv[at] on (lib/keyed.lua's order, then the incarnation
--- and the move): max_permits, rate, gate ("1" enforce, "2" shadow, "0" disabled), version
--- and created_ms ("-" when the instance does not know the policy: the hash decides), move
--- ("1"/"0").
+-- The request's configuration, as the instance passes it: max_permits, rate, gate (1
+-- enforce, 2 shadow, 0 disabled), version and created_ms (nil when the instance does not
+-- know the policy: the hash decides), move. As strings (argv[at] on: lib/keyed.lua's order,
+-- then the incarnation and the move, "-" for an unknown version and created_ms, "1"/"0"
+-- for move) token_bucket_passed reads them; the batch script reads them packed.
 --
+-- token_bucket_passed(argv, at)  -> max_permits, rate, gate, version, created, move
 -- token_bucket_open(key, state_key, move)  the bucket as the call finds it: a table with
---   tokens, last (nil: never used, full), version and created (strings: the configuration
+--   tokens, last (nil: never used, full), version and created (numbers: the configuration
 --   its state was decided with, or the hash's when its state is in the hash or nowhere),
---   h (the hash's HMGET reply
---   of TOKEN_BUCKET_FIELDS when read), packed (its state goes to the state key), moved
---   (its state is still in the hash's fields, to be deleted at its first write)
--- token_bucket_config(b, key, permits, app, argv, at)  the configuration one request is
---   decided with: a refusal's reply, or nil and max_permits, rate, version, created,
---   enabled, shadow (from the request when its version and created_ms are the bucket's,
---   else from the hash, read once); version and created as strings
--- token_bucket_store(key, state_key, b)  writes the bucket's state where it lives
+--   h (the hash's HMGET reply of TOKEN_BUCKET_FIELDS when read), packed (its state goes to
+--   the state key), moved (its state is still in the hash's fields, to be deleted at its
+--   first write)
+-- token_bucket_config(b, key, permits, app, max_permits, rate, gate, version, created)  the
+--   configuration one request is decided with: a refusal's reply, or nil and max_permits,
+--   rate, version, created, enabled, shadow (the request's when its version and created_ms
+--   are the bucket's, else the hash's, read once)
+-- token_bucket_store(key, state_key, b)  writes the bucket's state where it lives: in the
+--   state key, TOKEN_BUCKET_STATE: tokens, last, created_ms, version
 -- token_bucket_acquire_global(key, state_key, permits, app, _, now_us, argv, at) -> reply
 -- token_bucket_give_back_global(key, state_key, permits, app, _, _, now_us, argv, at)
 local TOKEN_BUCKET_FIELDS = {'max_permits', 'rate', 'apps', 'enabled', 'version',
   'curr_permits', 'last_mill_second', 'algorithm', 'scope', 'mode', 'created_ms'}
+local TOKEN_BUCKET_STATE = '<d<d<i8<i8'
+
+local function token_bucket_passed(argv, at)
+  return tonumber(argv[at]), tonumber(argv[at + 1]), tonumber(argv[at + 2]),
+    tonumber(argv[at + 3]), tonumber(argv[at + 4]), argv[at + 5] == '1'
+end
 
 local function token_bucket_open(key, state_key, move)
   local raw = redis.call('GET', state_key)
-  if raw and #raw > 16 then
-    local tokens, last = struct.unpack('<d<d', raw)
-    local created, version = string.match(raw, '^(%d+)%.(%d+)$', 17)
+  if raw and #raw == 32 then
+    local tokens, last, created, version = struct.unpack(TOKEN_BUCKET_STATE, raw)
     return {tokens = tokens, last = last, created = created, version = version, packed = true}
   end
   local h = redis.call('HMGET', key, unpack(TOKEN_BUCKET_FIELDS))
   local tokens, last = tonumber(h[6]), tonumber(h[7])
-  return {tokens = tokens, last = last, created = h[11], version = h[5], h = h, packed = move,
-    moved = move and tokens ~= nil}
+  return {tokens = tokens, last = last, created = tonumber(h[11]) or 0,
+    version = tonumber(h[5]) or 0, h = h, packed = move, moved = move and tokens ~= nil}
 end
 
 local function token_bucket_gate(h, app, permits)
@@ -58,19 +66,16 @@ local function token_bucket_gate(h, app, permits)
   if refused then
     return refused
   end
-  return nil, max_permits, rate, h[5], h[11], enabled, shadow
+  return nil, max_permits, rate, version, tonumber(h[11]) or 0, enabled, shadow
 end
 
-local function token_bucket_config(b, key, permits, app, argv, at)
-  -- Strings are interned in Lua: these compare two pointers.
-  local version, created = argv[at + 3], argv[at + 4]
+local function token_bucket_config(b, key, permits, app, max_permits, rate, gate, version,
+    created)
   if version == b.version and created == b.created then
-    local max_permits = tonumber(argv[at])
     if not permits or permits < 1 or permits > max_permits or permits ~= math.floor(permits) then
-      return {REPLY.PERMITS_REFUSED, 0, 0, 0, max_permits, tonumber(version)}
+      return {REPLY.PERMITS_REFUSED, 0, 0, 0, max_permits, version}
     end
-    local gate = argv[at + 2]
-    return nil, max_permits, tonumber(argv[at + 1]), version, created, gate ~= '0', gate == '2'
+    return nil, max_permits, rate, version, created, gate ~= 0, gate == 2
   end
   if not b.h then
     b.h = redis.call('HMGET', key, unpack(TOKEN_BUCKET_FIELDS))
@@ -82,8 +87,8 @@ end
 -- digits), for the versions that read it there.
 local function token_bucket_store(key, state_key, b)
   if b.packed then
-    redis.call('SET', state_key, struct.pack('<d<d', b.tokens, b.last) .. b.created .. '.'
-      .. b.version)
+    redis.call('SET', state_key, struct.pack(TOKEN_BUCKET_STATE, b.tokens, b.last, b.created,
+      b.version))
     if b.moved then
       redis.call('HDEL', key, 'curr_permits', 'last_mill_second')
       b.moved = false
@@ -95,9 +100,11 @@ local function token_bucket_store(key, state_key, b)
 end
 
 local function token_bucket_acquire_global(key, state_key, permits, app, _, now_us, argv, at)
-  local b = token_bucket_open(key, state_key, argv[at + 5] == '1')
-  local refused, max_permits, rate, version, created, enabled, shadow = token_bucket_config(b,
-    key, permits, app, argv, at)
+  local max_permits, rate, gate, version, created, move = token_bucket_passed(argv, at)
+  local b = token_bucket_open(key, state_key, move)
+  local refused, shadow, enabled
+  refused, max_permits, rate, version, created, enabled, shadow = token_bucket_config(b, key,
+    permits, app, max_permits, rate, gate, version, created)
   if refused then
     return refused
   end
@@ -111,7 +118,7 @@ local function token_bucket_acquire_global(key, state_key, permits, app, _, now_
     b.tokens, b.last, b.version, b.created = tokens, last, version, created
     token_bucket_store(key, state_key, b)
   end
-  return {code, remaining, retry, reset, max_permits, tonumber(version)}
+  return {code, remaining, retry, reset, max_permits, version}
 end
 
 -- Gives `permits` back to the policy's bucket (lib/token_bucket.lua's token_bucket_give)
@@ -120,9 +127,11 @@ end
 -- refusal.
 local function token_bucket_give_back_global(key, state_key, permits, app, _, _, now_us, argv,
     at)
-  local b = token_bucket_open(key, state_key, argv[at + 5] == '1')
-  local refused, max_permits, rate, version, created, enabled = token_bucket_config(b, key, 1,
-    app, argv, at)
+  local max_permits, rate, gate, version, created, move = token_bucket_passed(argv, at)
+  local b = token_bucket_open(key, state_key, move)
+  local refused, enabled
+  refused, max_permits, rate, version, created, enabled = token_bucket_config(b, key, 1, app,
+    max_permits, rate, gate, version, created)
   if refused then
     return refused
   end
@@ -134,6 +143,6 @@ local function token_bucket_give_back_global(key, state_key, permits, app, _, _,
   end
   local _, remaining, _, reset = token_bucket_decide(b.tokens, b.last, max_permits, rate, now, 1,
     false)
-  return given({0, remaining, 0, reset}, {max_permits = max_permits,
-    version = tonumber(version), enabled = enabled})
+  return given({0, remaining, 0, reset}, {max_permits = max_permits, version = version,
+    enabled = enabled})
 end

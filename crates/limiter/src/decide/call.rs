@@ -12,6 +12,7 @@ use redis::{Cmd, ScriptInvocation};
 use crate::client::{Limiter, StateKey, scripts};
 use crate::decide::decision::LeaseId;
 use crate::decide::keyed::KeyedBucket;
+use crate::decide::reply::PACKED_KIND;
 use crate::domain::{Algorithm, AppSlug, Mode, PolicyName, Scope};
 use crate::policy_config::PolicyConfig;
 
@@ -47,6 +48,8 @@ enum Whose {
     Keyed {
         max_permits: i64,
         param: String,
+        /// The rate (0 for the algorithms without one), as a packed entry takes it.
+        rate: f64,
         gate: Gate,
         version: i64,
     },
@@ -58,7 +61,7 @@ enum Whose {
 #[derive(PartialEq)]
 struct PassedConfig {
     max_permits: i64,
-    rate: String,
+    rate: f64,
     gate: Gate,
     version: i64,
     created_ms: i64,
@@ -78,7 +81,7 @@ impl PassedConfig {
     fn of(config: &PolicyConfig) -> Self {
         Self {
             max_permits: config.max_permits,
-            rate: config.rate.to_string(),
+            rate: config.rate,
             gate: Gate::of(config),
             version: config.version,
             created_ms: config.created_ms,
@@ -107,6 +110,15 @@ impl Gate {
             // stale caller send it, Redis enforces the limit as it stands.
             (true, Mode::Enforce | Mode::Block) => Self::Enforce,
             (true, Mode::Shadow) => Self::Shadow,
+        }
+    }
+
+    /// The gate as a packed entry takes it (`arg`'s number).
+    fn number(self) -> u8 {
+        match self {
+            Self::Closed => 0,
+            Self::Enforce => 1,
+            Self::Shadow => 2,
         }
     }
 
@@ -191,6 +203,7 @@ impl AcquireCall {
             whose: Whose::Keyed {
                 max_permits: bucket.limits.max_permits,
                 param: bucket.limits.param(algorithm),
+                rate: bucket.limits.rate,
                 gate,
                 version: bucket.policy.version,
             },
@@ -264,10 +277,66 @@ impl AcquireCall {
         I: IntoIterator<Item = (&'c AcquireCall, usize)>,
         I::IntoIter: Clone,
     {
-        let entries = entries
-            .into_iter()
-            .map(|(call, count)| (call, count as i64));
-        Self::entries_cmd(&scripts::ACQUIRE_BATCH, entries)
+        let entries = entries.into_iter();
+        let keys = entries.clone().map(|(call, _)| call.key_count()).sum();
+        let mut cmd = scripts::ACQUIRE_BATCH.call_cmd(keys);
+        for (call, _) in entries.clone() {
+            call.push_keys(&mut cmd);
+        }
+        for (call, count) in entries {
+            call.push_batch_entry(&mut cmd, count);
+        }
+        cmd
+    }
+
+    /// Adds it to a call of the batch script, standing for `count` identical acquires: a
+    /// token bucket's packed in one argument after its kind, the others as
+    /// [`Self::push_tagged_args`] adds them.
+    fn push_batch_entry(&self, call: &mut Cmd, count: usize) {
+        if self.algorithm != Algorithm::TokenBucket || self.id.is_some() {
+            self.push_tagged_args(call, count as i64);
+            return;
+        }
+        // `lua/acquire_batch.lua`'s PACKED_GLOBAL and PACKED_KEYED, little-endian.
+        let mut packed = Vec::with_capacity(64);
+        packed.extend_from_slice(&i32::try_from(count).unwrap_or(i32::MAX).to_le_bytes());
+        packed.extend_from_slice(&self.permits.to_le_bytes());
+        let kind = match &self.whose {
+            Whose::Global {
+                app,
+                passed,
+                moves_state,
+            } => {
+                // Not in this instance's snapshot: -1 is no version, the hash decides.
+                let (max_permits, rate, gate, version, created_ms) = match passed {
+                    Some(p) => (p.max_permits, p.rate, p.gate, p.version, p.created_ms),
+                    None => (0, 0.0, Gate::Closed, -1, -1),
+                };
+                packed.extend_from_slice(&max_permits.to_le_bytes());
+                packed.extend_from_slice(&rate.to_le_bytes());
+                packed.push(gate.number());
+                packed.extend_from_slice(&version.to_le_bytes());
+                packed.extend_from_slice(&created_ms.to_le_bytes());
+                packed.push(u8::from(*moves_state));
+                packed.extend_from_slice(app.as_str().as_bytes());
+                packed.push(0);
+                PACKED_KIND
+            }
+            Whose::Keyed {
+                max_permits,
+                rate,
+                gate,
+                version,
+                ..
+            } => {
+                packed.extend_from_slice(&max_permits.to_le_bytes());
+                packed.extend_from_slice(&rate.to_le_bytes());
+                packed.push(gate.number());
+                packed.extend_from_slice(&version.to_le_bytes());
+                -PACKED_KIND
+            }
+        };
+        call.arg(kind).arg(packed);
     }
 
     /// A call of a script that takes acquires as the batch script does, each with the
@@ -334,7 +403,7 @@ impl AcquireCall {
                     match passed {
                         Some(passed) => {
                             add(Arg::Int(passed.max_permits));
-                            add(Arg::Text(&passed.rate));
+                            add(Arg::Text(&passed.rate.to_string()));
                             add(Arg::Text(passed.gate.arg()));
                             add(Arg::Int(passed.version));
                             add(Arg::Int(passed.created_ms));
@@ -354,6 +423,7 @@ impl AcquireCall {
                 param,
                 gate,
                 version,
+                ..
             } => {
                 add(Arg::Int(*max_permits));
                 add(Arg::Text(param));
@@ -416,7 +486,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_batch_call_is_every_entrys_keys_then_every_entrys_kind_count_and_arguments() {
+    async fn a_batch_call_is_every_entrys_keys_then_every_entrys_kind_and_packed_arguments() {
         let limiter = Limiter::new("redis://127.0.0.1:1", "t", Duration::from_secs(1)).unwrap();
         let app = AppSlug::parse("shop").unwrap();
         let call = |name: &str| {
@@ -425,8 +495,9 @@ mod tests {
         };
         let (hot, other) = (call("hot"), call("other"));
         let batch = functions::LIBRARY.function("acquire_batch");
+        let cmd = AcquireCall::batch_cmd([(&hot, 3), (&other, 1)]);
         assert_eq!(
-            words(&AcquireCall::batch_cmd([(&hot, 3), (&other, 1)])),
+            words(&cmd)[..9],
             [
                 "FCALL",
                 &batch,
@@ -435,28 +506,36 @@ mod tests {
                 "t:{hot}:tb",
                 "t:{other}",
                 "t:{other}:tb",
-                "1",
-                "3",
-                "1",
-                "shop",
-                "0",
-                "0",
-                "0",
-                "-",
-                "-",
-                "1",
-                "1",
-                "1",
-                "1",
-                "shop",
-                "0",
-                "0",
-                "0",
-                "-",
-                "-",
-                "1"
+                "100",
+                // (the packed entry, below)
+                &words(&cmd)[8],
             ]
         );
+        assert_eq!(words(&cmd)[9], "100");
+        // lua/acquire_batch.lua's PACKED_GLOBAL: count, permits, max_permits, rate, gate,
+        // version and created_ms (-1: not known here), move, the app and a zero.
+        let packed = |count: i32| {
+            let mut bytes = count.to_le_bytes().to_vec();
+            bytes.extend(1i64.to_le_bytes());
+            bytes.extend(0i64.to_le_bytes());
+            bytes.extend(0f64.to_le_bytes());
+            bytes.push(0);
+            bytes.extend((-1i64).to_le_bytes());
+            bytes.extend((-1i64).to_le_bytes());
+            bytes.push(1);
+            bytes.extend(b"shop\0");
+            bytes
+        };
+        let raw: Vec<Vec<u8>> = cmd
+            .args_iter()
+            .map(|arg| match arg {
+                redis::Arg::Simple(bytes) => bytes.to_vec(),
+                _ => Vec::new(),
+            })
+            .collect();
+        assert_eq!(raw[8], packed(3));
+        assert_eq!(raw[10], packed(1));
+        assert_eq!(raw.len(), 11);
         let alone = functions::LIBRARY.function("token_bucket");
         assert_eq!(
             words(&hot.alone_cmd()),

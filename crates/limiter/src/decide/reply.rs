@@ -91,12 +91,16 @@ pub(crate) const KEYED_ARGS: usize = 5;
 /// A global token bucket's: the policy's configuration follows the permits and the app
 /// (`lua/lib/token_bucket_global.lua`).
 pub(crate) const TOKEN_BUCKET_ARGS: usize = 8;
+/// The kind of a token bucket's entry of the batch script that comes packed in one
+/// argument (minus it for a caller's bucket of a keyed policy; `lua/acquire_batch.lua`).
+pub(crate) const PACKED_KIND: i64 = 100;
 
-/// `local BATCH_ARGS = {global = 2, keyed = 5, token_bucket = 8}`, for the batch script.
+/// `local BATCH_ARGS = {global = 2, keyed = 5, token_bucket = 8, packed = 100}`, for the
+/// batch script.
 pub(crate) fn batch_args_lua_table() -> String {
     format!(
         "local BATCH_ARGS = {{global = {GLOBAL_ARGS}, keyed = {KEYED_ARGS}, \
-         token_bucket = {TOKEN_BUCKET_ARGS}}}\n"
+         token_bucket = {TOKEN_BUCKET_ARGS}, packed = {PACKED_KIND}}}\n"
     )
 }
 
