@@ -30,6 +30,16 @@ async fn u32s(
     cmd.query_async(conn).await.unwrap()
 }
 
+/// Deletes every key under `prefix`.
+async fn delete_keys(conn: &mut redis::aio::MultiplexedConnection, prefix: &str) {
+    let keys: Vec<String> = redis::cmd("KEYS")
+        .arg(format!("{prefix}:*"))
+        .query_async(conn)
+        .await
+        .unwrap();
+    let _: () = redis::cmd("DEL").arg(keys).query_async(conn).await.unwrap();
+}
+
 #[tokio::test]
 async fn a_flush_adds_counts_and_callers_and_sets_each_expiry_once() {
     let prefix = test_prefix("flush");
@@ -124,16 +134,7 @@ async fn a_flush_adds_counts_and_callers_and_sets_each_expiry_once() {
         "a key without an expiry gets its own again"
     );
 
-    let keys: Vec<String> = redis::cmd("KEYS")
-        .arg(format!("{prefix}:*"))
-        .query_async(&mut conn)
-        .await
-        .unwrap();
-    let _: () = redis::cmd("DEL")
-        .arg(keys)
-        .query_async(&mut conn)
-        .await
-        .unwrap();
+    delete_keys(&mut conn, &prefix).await;
 }
 
 /// More policies than one call takes, each with counts and callers of its own: every one
@@ -191,16 +192,7 @@ async fn a_flush_of_many_policies_adds_each_ones_counts_to_its_own_keys() {
         assert_eq!(got, want, "p{i}");
     }
 
-    let keys: Vec<String> = redis::cmd("KEYS")
-        .arg(format!("{prefix}:*"))
-        .query_async(&mut conn)
-        .await
-        .unwrap();
-    let _: () = redis::cmd("DEL")
-        .arg(keys)
-        .query_async(&mut conn)
-        .await
-        .unwrap();
+    delete_keys(&mut conn, &prefix).await;
 }
 
 #[tokio::test]
