@@ -31,45 +31,45 @@
 -- client reads one string at once where it parsed 6 integers per request, some 5% of the
 -- server's CPU under load (src/client/scripts.rs decodes it).
 --
--- The token bucket, the default and the most used, is also coalesced: a bucket asked for
--- many times is read once and written once (the requests after the first see what those
--- before them took), so a hot bucket costs one read and one write per batch, not per
--- request, and its decisions allocate nothing. The other algorithms read and write their
--- state per request, as their single scripts do.
+-- The token bucket, the default and the most used, decides an entry's requests on one read
+-- and one write: the server sends identical requests of a bucket as one entry with a count
+-- (src/decide/batch_plan.rs), so a hot bucket costs one read and one write per batch, not
+-- per request. An entry reads the bucket from Redis and writes it back before the next one
+-- (as the single scripts do, one after the other), so no table is kept per bucket; a
+-- bucket in several entries (other permits or app) is read again, and sees what those
+-- before took. A global bucket whose state is in its state key, decided with the
+-- configuration it was stored with, takes a path of locals alone; any other case goes the
+-- way of the single script (lib/token_bucket_global.lua). The other algorithms read and
+-- write their state per request, as their single scripts do.
 local now_us = redis_now_us()
 local now = now_us / 1000
 local tonumber = tonumber -- a local: looked up for every argument
 local pack = struct.pack
+local unpack_packed = struct.unpack
+local floor = math.floor
 local REPLY_FORMAT = '<i8i8i8i8i8i8'
 local TOKEN_BUCKET = ALGORITHM_INDEX.token_bucket
 local SLIDING_LOG = ALGORITHM_INDEX.sliding_log
 local CONCURRENCY = ALGORITHM_INDEX.concurrency
--- Token buckets asked for in this batch, by key, their state kept up to date: a global
--- one as lib/token_bucket_global.lua's token_bucket_open made it (with its state key); a
--- keyed one {tokens, last, reset (reset_after_ms of its last grant: its expiry)}.
-local buckets = {}
-local touched = {}  -- the token buckets to write at the end, in first-touch order
-local touched_kind = {} -- their kinds, by key
+local DENIED, SHADOW_DENIED = REPLY.DENIED, REPLY.SHADOW_DENIED
 local out = {}      -- the replies, a string each
 local n = 0         -- replies in out
 local a = 1         -- the entry's first argument (its kind)
 local k = 1         -- the entry's first key
 local args = #ARGV
 
--- Decides `count` requests of `permits` on the token bucket b of `kind`, appending each
--- reply, and keeps what the grants took in b (marked to be written at the end); a global
--- bucket also keeps the configuration they were decided with (version and created).
-local function token_bucket_run(kind, key, b, count, max_permits, rate, permits, enabled,
-    shadow, version, created)
-  local tokens, last = b.tokens, b.last
-  local reply_version = version or 0
+-- Decides `count` requests of `permits` on a token bucket holding `tokens` (nil: never
+-- used, full) since `last`, appending each reply. Returns the state to store after them
+-- (tokens, last and the reset_after_ms of the last grant), or nil when nothing was taken.
+local function token_bucket_run(tokens, last, count, max_permits, rate, permits, enabled,
+    shadow, version)
   local granted_reset = nil
   local r = 0
   while r < count do
     local code, remaining, retry, reset, t, l = token_bucket_decide(tokens, last, max_permits,
       rate, now, permits, enabled)
-    if code == REPLY.DENIED and shadow then
-      code = REPLY.SHADOW_DENIED
+    if code == DENIED and shadow then
+      code = SHADOW_DENIED
     end
     local answered = 1
     if t then
@@ -79,7 +79,7 @@ local function token_bucket_run(kind, key, b, count, max_permits, rate, permits,
       -- the same answer.
       answered = count - r
     end
-    local reply = pack(REPLY_FORMAT, code, remaining, retry, reset, max_permits, reply_version)
+    local reply = pack(REPLY_FORMAT, code, remaining, retry, reset, max_permits, version)
     for _ = 1, answered do
       n = n + 1
       out[n] = reply
@@ -87,17 +87,9 @@ local function token_bucket_run(kind, key, b, count, max_permits, rate, permits,
     r = r + answered
   end
   if granted_reset then
-    b.tokens, b.last = tokens, last
-    if kind == -TOKEN_BUCKET then
-      b.reset = granted_reset
-    else
-      b.version, b.created = version, created
-    end
-    if not touched_kind[key] then
-      touched_kind[key] = kind
-      touched[#touched + 1] = key
-    end
+    return tokens, last, granted_reset
   end
+  return nil
 end
 
 local function repeat_reply(reply, count)
@@ -108,13 +100,53 @@ local function repeat_reply(reply, count)
   end
 end
 
+local function bad_permits(permits, max_permits)
+  return not permits or permits < 1 or permits > max_permits or permits ~= floor(permits)
+end
+
+-- One entry of a global token bucket: `count` requests of `permits` by `app`, with the
+-- configuration this instance passed (version and created nil when it does not know the
+-- policy).
+local function token_bucket_global_entry(key, state_key, count, permits, app, max_permits,
+    rate, gate, version, created, move)
+  local raw = redis.call('GET', state_key)
+  if raw and #raw == 32 then
+    local tokens, last, stored_created, stored_version = unpack_packed(TOKEN_BUCKET_STATE, raw)
+    if stored_version == version and stored_created == created then
+      if bad_permits(permits, max_permits) then
+        repeat_reply({REPLY.PERMITS_REFUSED, 0, 0, 0, max_permits, version}, count)
+        return
+      end
+      tokens, last = token_bucket_run(tokens, last, count, max_permits, rate, permits,
+        gate ~= 0, gate == 2, version)
+      if tokens then
+        redis.call('SET', state_key, pack(TOKEN_BUCKET_STATE, tokens, last, created, version))
+      end
+      return
+    end
+  end
+  local b = token_bucket_opened(raw, key, move)
+  local refused, enabled, shadow
+  refused, max_permits, rate, version, created, enabled, shadow = token_bucket_config(b, key,
+    permits, app, max_permits, rate, gate, version, created)
+  if refused then
+    repeat_reply(refused, count)
+    return
+  end
+  local tokens, last = token_bucket_run(b.tokens, b.last, count, max_permits, rate, permits,
+    enabled, shadow, version or 0)
+  if tokens then
+    b.tokens, b.last, b.version, b.created = tokens, last, version, created
+    token_bucket_store(key, state_key, b)
+  end
+end
+
 -- A token bucket's entries come packed (PACKED, minus it for a caller's bucket): one
 -- argument after the kind holds the count and the request's numbers, read at once instead
 -- of one Lua string and one tonumber each (their layouts below, struct's notation).
 local PACKED = BATCH_ARGS.packed
 local PACKED_GLOBAL = '<i4i8i8di1i8i8i1s'
 local PACKED_KEYED = '<i4i8i8di1i8'
-local unpack_packed = struct.unpack
 
 while a <= args do
   local kind = tonumber(ARGV[a])
@@ -135,21 +167,8 @@ while a <= args do
       count, permits, app = tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), ARGV[a + 3]
       max_permits, rate, gate, version, created, move = token_bucket_passed(ARGV, a + 4)
     end
-    local b = buckets[key]
-    if not b then
-      b = token_bucket_open(key, KEYS[k + 1], move)
-      b.state_key = KEYS[k + 1]
-      buckets[key] = b
-    end
-    local refused, enabled, shadow
-    refused, max_permits, rate, version, created, enabled, shadow = token_bucket_config(b, key,
-      permits, app, max_permits, rate, gate, version, created)
-    if refused then
-      repeat_reply(refused, count)
-    else
-      token_bucket_run(TOKEN_BUCKET, key, b, count, max_permits, rate, permits, enabled, shadow,
-        version, created)
-    end
+    token_bucket_global_entry(key, KEYS[k + 1], count, permits, app, max_permits, rate, gate,
+      version, created, move)
   elseif kind == -TOKEN_BUCKET or kind == -PACKED then
     -- count, permits, max_permits, rate, gate, version
     local permits, max_permits, rate, gate, version
@@ -165,14 +184,13 @@ while a <= args do
     if refused then
       repeat_reply(refused, count)
     else
-      local b = buckets[key]
-      if not b then
-        local tokens, last = load_keyed_token_bucket(redis.call('GET', key))
-        b = {tokens = tokens, last = last}
-        buckets[key] = b
+      local tokens, last = load_keyed_token_bucket(redis.call('GET', key))
+      local reset
+      tokens, last, reset = token_bucket_run(tokens, last, count, max_permits, rate, permits,
+        gate ~= 0, gate == 2, version)
+      if tokens then
+        store_keyed_token_bucket(key, tokens, last, reset)
       end
-      token_bucket_run(-TOKEN_BUCKET, key, b, count, max_permits, rate, permits, gate ~= 0,
-        gate == 2, version)
     end
   elseif kind > 0 then
     local id = nil
@@ -219,14 +237,6 @@ while a <= args do
   end
   if with_id then
     a = a + 1
-  end
-end
-for _, key in ipairs(touched) do
-  local b = buckets[key]
-  if touched_kind[key] == -TOKEN_BUCKET then
-    store_keyed_token_bucket(key, b.tokens, b.last, b.reset)
-  else
-    token_bucket_store(key, b.state_key, b)
   end
 end
 return table.concat(out)

@@ -25,7 +25,8 @@
 -- for move) token_bucket_passed reads them; the batch script reads them packed.
 --
 -- token_bucket_passed(argv, at)  -> max_permits, rate, gate, version, created, move
--- token_bucket_open(key, state_key, move)  the bucket as the call finds it: a table with
+-- token_bucket_opened(raw, key, move)  the bucket as the call finds it, raw the state key's
+--   GET reply (token_bucket_open(key, state_key, move) reads it): a table with
 --   tokens, last (nil: never used, full), version and created (numbers: the configuration
 --   its state was decided with, or the hash's when its state is in the hash or nowhere),
 --   h (the hash's HMGET reply of TOKEN_BUCKET_FIELDS when read), packed (its state goes to
@@ -48,8 +49,7 @@ local function token_bucket_passed(argv, at)
     tonumber(argv[at + 3]), tonumber(argv[at + 4]), argv[at + 5] == '1'
 end
 
-local function token_bucket_open(key, state_key, move)
-  local raw = redis.call('GET', state_key)
+local function token_bucket_opened(raw, key, move)
   if raw and #raw == 32 then
     local tokens, last, created, version = struct.unpack(TOKEN_BUCKET_STATE, raw)
     return {tokens = tokens, last = last, created = created, version = version, packed = true}
@@ -58,6 +58,10 @@ local function token_bucket_open(key, state_key, move)
   local tokens, last = tonumber(h[6]), tonumber(h[7])
   return {tokens = tokens, last = last, created = tonumber(h[11]) or 0,
     version = tonumber(h[5]) or 0, h = h, packed = move, moved = move and tokens ~= nil}
+end
+
+local function token_bucket_open(key, state_key, move)
+  return token_bucket_opened(redis.call('GET', state_key), key, move)
 end
 
 local function token_bucket_gate(h, app, permits)
