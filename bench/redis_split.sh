@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # Where Redis' time goes under load over many policies: the server (SQLite, its default
 # workers) and a private Redis, POLICIES never-reached token buckets created over HTTP,
-# wrk -t2 -c64 with bench/acquire_many.lua for DURATION seconds after 3 s of warm-up; then Redis'
+# wrk -t2 -c64 with bench/acquire_many.lua for DURATION seconds after 7 s of warm-up (longer
+# than the sync interval, so that the full reconcile pass the new policies cause is over and
+# the figures are the steady state's); then Redis'
 # CPU per decision (/proc) and its INFO commandstats over the measured run (reset before
-# it): the acquire scripts (fcall), the flusher's (evalsha), and the commands inside them.
+# it): the acquire scripts (fcall), the flusher's and the sync's (evalsha), and the commands
+# inside them.
 #
 #   cargo build --release && bash bench/redis_split.sh
 #   BIN=/path/to/another/ratekeeper POLICIES=10000 DURATION=8 bash bench/redis_split.sh
@@ -54,7 +57,7 @@ with concurrent.futures.ThreadPoolExecutor(8) as pool:
 PY
 LOAD=(wrk -t2 -c64 -H "Authorization: Bearer $KEY" -s bench/acquire_many.lua
   http://127.0.0.1:18095/v1/acquire -- "$POLICIES" p)
-"${LOAD[@]:0:3}" -d3s "${LOAD[@]:3}" >/dev/null
+"${LOAD[@]:0:3}" -d7s "${LOAD[@]:3}" >/dev/null
 REDIS_PID=$(pgrep -f 'redis-server 127.0.0.1:6392')
 redis-cli -p 6392 config resetstat >/dev/null
 before=$(awk '{print $14 + $15}' "/proc/$REDIS_PID/stat")

@@ -21,7 +21,13 @@
 --
 -- An expiry is set when its key has none (PTTL -1): once, when the key is made, instead of
 -- at every flush. A key that expired or that Redis lost (a restart, a flush) comes back
--- without one and gets it then; a set one is left alone, so nothing is rewritten.
+-- without one and gets it then; a set one is left alone, so nothing is rewritten. Its
+-- PTTL is asked only when the key may be new: a count whose slot held nothing before (the
+-- slot's new value is what was added: at a minute's first flush; or nothing added at all),
+-- a caller new to a top
+-- set (its new score is what was added; the set is trimmed only then too, as only a new
+-- member can make it longer). Otherwise the key was there before this call, and got its
+-- expiry from the call that made it.
 
 local function expire_once(key, ms)
   if redis.call('PTTL', key) == -1 then
@@ -29,31 +35,46 @@ local function expire_once(key, ms)
   end
 end
 
-local function add_counts(key, index, counts, keep_ms)
-  local args = {'BITFIELD', key, 'OVERFLOW', 'SAT'}
-  for i, n in ipairs(counts) do
-    args[#args + 1] = 'INCRBY'
-    args[#args + 1] = 'u32'
-    args[#args + 1] = '#' .. (index + i - 1)
-    args[#args + 1] = n
+-- Adds `first` (and `second`, when given) to the u32 slots at `field` (and the next,
+-- `field_next`: BITFIELD's '#<index>' offsets, the same for every policy of the call, made
+-- once) of the string at `key`, saturating; then its expiry, when the key may be new.
+local function add_counts(key, field, field_next, keep_ms, first, second)
+  local now
+  if second then
+    now = redis.call('BITFIELD', key, 'OVERFLOW', 'SAT', 'INCRBY', 'u32', field, first,
+      'INCRBY', 'u32', field_next, second)
+  else
+    now = redis.call('BITFIELD', key, 'OVERFLOW', 'SAT', 'INCRBY', 'u32', field, first)
   end
-  redis.call(unpack(args))
-  expire_once(key, keep_ms)
+  -- A slot's new value equal to what was added: it held nothing before. Nothing added
+  -- tells nothing of the key, which BITFIELD made if it was not there.
+  local one, two = tonumber(first), tonumber(second or 0)
+  if (one > 0 and now[1] == one) or (two > 0 and now[2] == two) or (one == 0 and two == 0) then
+    expire_once(key, keep_ms)
+  end
 end
 
 local minute_index, hour_index = tonumber(ARGV[1]), tonumber(ARGV[2])
+local function field(index)
+  return '#' .. index
+end
+local minute, minute_next = field(minute_index), field(minute_index + 1)
+local hour, hour_next = field(hour_index), field(hour_index + 1)
+-- One u32 a slot in the shadow strings: the minute's and the hour's slot are half the pair
+-- indexes.
+local shadow_minute = field(math.floor(minute_index / 2))
+local shadow_hour = field(math.floor(hour_index / 2))
 local keep_minutes, keep_hours, keep_top = ARGV[3], ARGV[4], ARGV[5]
 local keep_callers = tonumber(ARGV[6])
 local at = 7
 local flushed = 0
 for k = 1, #KEYS, 7 do
   local granted, denied, shadow = ARGV[at], ARGV[at + 1], ARGV[at + 2]
-  add_counts(KEYS[k], minute_index, {granted, denied}, keep_minutes)
-  add_counts(KEYS[k + 1], hour_index, {granted, denied}, keep_hours)
+  add_counts(KEYS[k], minute, minute_next, keep_minutes, granted, denied)
+  add_counts(KEYS[k + 1], hour, hour_next, keep_hours, granted, denied)
   if shadow ~= '0' then
-    -- One u32 a slot: the minute's and the hour's slot are half the pair indexes.
-    add_counts(KEYS[k + 2], math.floor(minute_index / 2), {shadow}, keep_minutes)
-    add_counts(KEYS[k + 3], math.floor(hour_index / 2), {shadow}, keep_hours)
+    add_counts(KEYS[k + 2], shadow_minute, nil, keep_minutes, shadow)
+    add_counts(KEYS[k + 3], shadow_hour, nil, keep_hours, shadow)
   end
   local counts_at = at + 3
   at = at + 6
@@ -61,12 +82,18 @@ for k = 1, #KEYS, 7 do
     local pairs_of = tonumber(ARGV[counts_at + outcome - 1])
     if pairs_of > 0 then
       local key = KEYS[k + 3 + outcome]
+      local joined = false
       for _ = 1, pairs_of do
-        redis.call('ZINCRBY', key, ARGV[at + 1], ARGV[at])
+        local added = ARGV[at + 1]
+        if tonumber(redis.call('ZINCRBY', key, added, ARGV[at])) == tonumber(added) then
+          joined = true
+        end
         at = at + 2
       end
-      redis.call('ZREMRANGEBYRANK', key, 0, -(keep_callers + 1))
-      expire_once(key, keep_top)
+      if joined then
+        redis.call('ZREMRANGEBYRANK', key, 0, -(keep_callers + 1))
+        expire_once(key, keep_top)
+      end
     end
   end
   flushed = flushed + 1

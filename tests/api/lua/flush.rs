@@ -1,7 +1,7 @@
 //! `lua/flush_policies.lua`, through the flusher's write (`Limiter::add_flush`): one call
 //! adds each policy's usage pairs, shadow counts and top callers (trimmed), for many
 //! policies at once, and sets each key's expiry once: a later flush leaves a set expiry
-//! alone, and a key without one (Redis lost it, or it came back) gets it again.
+//! alone, and a key Redis lost comes back with one.
 
 use std::time::Duration;
 
@@ -113,7 +113,7 @@ async fn a_flush_adds_counts_and_callers_and_sets_each_expiry_once() {
             .await
             .unwrap();
     }
-    let _: () = redis::cmd("PERSIST")
+    let _: () = redis::cmd("DEL")
         .arg(&hours)
         .query_async(&mut conn)
         .await
@@ -129,9 +129,10 @@ async fn a_flush_adds_counts_and_callers_and_sets_each_expiry_once() {
         "the set expiry stays"
     );
     assert!(pttl(&mut conn, &top_granted).await <= 500_000);
+    assert_eq!(u32s(&mut conn, &hours, hour_slot, 2).await, [10, 2]);
     assert!(
         pttl(&mut conn, &hours).await > 500_000,
-        "a key without an expiry gets its own again"
+        "a key Redis lost comes back with its expiry"
     );
 
     delete_keys(&mut conn, &prefix).await;
