@@ -26,7 +26,8 @@ lower case, e.g. redis_prefix = \"prod\"), then these environment variables [def
   RATEKEEPER_LISTEN               address to serve on [127.0.0.1:8080]
   RATEKEEPER_DATABASE_URL         sqlite://, postgres:// or mysql:// URL [sqlite://ratekeeper.db]
   RATEKEEPER_DATABASE_TIMEOUT_MS  how long a request waits for a database connection [1000]
-  RATEKEEPER_REDIS_URL            a redis:// URL, or a cluster's, comma-separated [redis://127.0.0.1:6379]
+  RATEKEEPER_REDIS_URL            a redis:// URL, a cluster's (comma-separated), or
+                                  redis+sentinel://host:26379,.../<master name> [redis://127.0.0.1:6379]
   RATEKEEPER_REDIS_PREFIX         prefix of every Redis key [ratekeeper]
   RATEKEEPER_REDIS_TIMEOUT_MS     timeout of an acquire's Redis call [100]
   RATEKEEPER_REDIS_STATE          a token bucket's state: packed (its own key) or hash [packed]

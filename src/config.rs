@@ -22,7 +22,8 @@ pub struct Settings {
     pub grpc_listen: Option<String>,
     /// `sqlite://...`, `postgres://...` or `mysql://...`.
     pub database_url: SecretString,
-    /// One `redis://` URL, or a comma-separated list of them for a Redis Cluster.
+    /// One `redis://` URL, a comma-separated list of them for a Redis Cluster, or a
+    /// `redis+sentinel://` URL for the master Redis Sentinel names.
     pub redis_url: SecretString,
     /// Prefix of every Redis key, so deployments and tests can share one Redis.
     pub redis_prefix: String,

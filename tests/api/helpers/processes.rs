@@ -1,6 +1,7 @@
 //! Servers a test runs on ports of its own, to take them down and bring them back: a
-//! Redis server (stalled, stopped, started again), a local Redis Cluster, and a TCP proxy
-//! in front of a database (cut and restored). Never the shared services.
+//! Redis server (stalled, stopped, started again), a local Redis Cluster, a master with a
+//! replica watched by three sentinels, and a TCP proxy in front of a database (cut and
+//! restored). Never the shared services.
 
 use std::net::{SocketAddr, TcpListener, ToSocketAddrs};
 use std::process::{Child, Command, Stdio};
@@ -215,6 +216,177 @@ impl Drop for LocalCluster {
         for node in &mut self.nodes {
             let _ = node.kill();
             let _ = node.wait();
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// A Redis master with one replica, watched by three sentinels (quorum 2, the master
+/// down after 1 s unanswered), all on ports of their own, killed on drop.
+pub struct LocalSentinel {
+    /// The master's and the replica's ports, in the order they started.
+    pub data_ports: [u16; 2],
+    pub sentinel_ports: [u16; 3],
+    children: Vec<Child>,
+    dir: std::path::PathBuf,
+}
+
+pub const SENTINEL_MASTER: &str = "rkmaster";
+
+/// What `redis-cli -p <port> <args>` prints.
+pub fn redis_cli(port: u16, args: &[&str]) -> String {
+    let out = Command::new("redis-cli")
+        .args(["-p", &port.to_string()])
+        .args(args)
+        .output()
+        .expect("redis-cli");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+impl LocalSentinel {
+    pub async fn start() -> Self {
+        let dir = fresh_dir("sentinel");
+        let data_ports = [free_port(), free_port()];
+        let sentinel_ports = [free_port(), free_port(), free_port()];
+        let mut children = Vec::new();
+        for (i, port) in data_ports.iter().enumerate() {
+            let mut command = Command::new("redis-server");
+            command
+                .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+                .args(["--save", "", "--appendonly", "no"])
+                .current_dir(&dir)
+                .stdout(Stdio::null());
+            if i == 1 {
+                command.args(["--replicaof", "127.0.0.1", &data_ports[0].to_string()]);
+            }
+            children.push(command.spawn().expect("redis-server"));
+        }
+        for port in sentinel_ports {
+            let config = dir.join(format!("sentinel-{port}.conf"));
+            std::fs::write(
+                &config,
+                format!(
+                    "port {port}\nbind 127.0.0.1\n\
+                     sentinel monitor {SENTINEL_MASTER} 127.0.0.1 {} 2\n\
+                     sentinel down-after-milliseconds {SENTINEL_MASTER} 1000\n\
+                     sentinel failover-timeout {SENTINEL_MASTER} 10000\n",
+                    data_ports[0]
+                ),
+            )
+            .expect("sentinel config");
+            children.push(
+                Command::new("redis-server")
+                    .arg(&config)
+                    .arg("--sentinel")
+                    .current_dir(&dir)
+                    .stdout(Stdio::null())
+                    .spawn()
+                    .expect("redis-server --sentinel"),
+            );
+        }
+        let this = Self {
+            data_ports,
+            sentinel_ports,
+            children,
+            dir,
+        };
+        // Ready for a failover: the replica in sync, and every sentinel knowing it and
+        // the two other sentinels.
+        let master = data_ports[0];
+        let synced = eventually(Duration::from_secs(20), || async move {
+            redis_cli(master, &["info", "replication"]).contains("state=online")
+        })
+        .await;
+        assert!(synced, "the replica did not sync");
+        for port in sentinel_ports {
+            let ready = eventually(Duration::from_secs(30), || async move {
+                let replicas = redis_cli(port, &["sentinel", "replicas", SENTINEL_MASTER]);
+                let sentinels = redis_cli(port, &["sentinel", "sentinels", SENTINEL_MASTER]);
+                replicas.contains("slave")
+                    && sentinels.lines().filter(|l| *l == "name").count() == 2
+            })
+            .await;
+            assert!(
+                ready,
+                "sentinel {port} does not know the replica and its peers"
+            );
+        }
+        this
+    }
+
+    /// The `RATEKEEPER_REDIS_URL` of this master behind its sentinels.
+    pub fn url(&self) -> String {
+        let hosts: Vec<String> = self
+            .sentinel_ports
+            .iter()
+            .map(|p| format!("127.0.0.1:{p}"))
+            .collect();
+        format!("redis+sentinel://{}/{SENTINEL_MASTER}", hosts.join(","))
+    }
+
+    /// The port of the master the sentinels name now.
+    pub fn master_port(&self) -> u16 {
+        let out = redis_cli(
+            self.sentinel_ports[0],
+            &["sentinel", "get-master-addr-by-name", SENTINEL_MASTER],
+        );
+        out.lines()
+            .nth(1)
+            .and_then(|p| p.trim().parse().ok())
+            .expect("the sentinels name a master")
+    }
+
+    /// Asks the sentinels for a failover (the replica promoted, the master demoted) and
+    /// waits until every one of them names the new master; its port.
+    pub async fn fail_over(&self) -> u16 {
+        let before = self.master_port();
+        let answer = redis_cli(
+            self.sentinel_ports[0],
+            &["sentinel", "failover", SENTINEL_MASTER],
+        );
+        assert!(answer.contains("OK"), "sentinel failover: {answer}");
+        self.wait_for_master_other_than(before).await
+    }
+
+    /// Waits until every sentinel names a master other than `old`, and that master says
+    /// it is one; its port.
+    pub async fn wait_for_master_other_than(&self, old: u16) -> u16 {
+        let ports = self.sentinel_ports;
+        let moved = eventually(Duration::from_secs(60), || async move {
+            ports.iter().all(|port| {
+                let out = redis_cli(
+                    *port,
+                    &["sentinel", "get-master-addr-by-name", SENTINEL_MASTER],
+                );
+                out.lines()
+                    .nth(1)
+                    .and_then(|p| p.trim().parse::<u16>().ok())
+                    .is_some_and(|p| p != old && redis_cli(p, &["role"]).starts_with("master"))
+            })
+        })
+        .await;
+        assert!(moved, "no failover away from {old}");
+        self.master_port()
+    }
+
+    /// Kills the data node on `port` (its process, as a crash would).
+    pub fn kill_data_node(&mut self, port: u16) {
+        let index = self
+            .data_ports
+            .iter()
+            .position(|p| *p == port)
+            .expect("a data port");
+        let child = &mut self.children[index];
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+}
+
+impl Drop for LocalSentinel {
+    fn drop(&mut self) {
+        for child in &mut self.children {
+            let _ = child.kill();
+            let _ = child.wait();
         }
         let _ = std::fs::remove_dir_all(&self.dir);
     }

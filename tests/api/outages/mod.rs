@@ -6,6 +6,7 @@
 mod cluster;
 mod redis_lost;
 mod redis_stalled;
+mod sentinel;
 mod sql;
 
 use reqwest::StatusCode;

@@ -1,6 +1,7 @@
-//! One Redis node or a Redis Cluster behind one cloneable, multiplexed connection. Both
-//! are made lazily, so the server starts (and answers by each policy's failure mode)
-//! while Redis is down, and both connect again by themselves once it is back.
+//! One Redis node, a Redis Cluster, or the master that Redis Sentinel names, behind one
+//! cloneable, multiplexed connection. Each is made lazily, so the server starts (and
+//! answers by each policy's failure mode) while Redis is down, and each connects again by
+//! itself once it is back (behind Sentinel, to the master after a failover).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -12,11 +13,15 @@ use redis::cluster::ClusterClient;
 use redis::cluster_async::ClusterConnection;
 use redis::{Cmd, ErrorKind, Pipeline, RedisError, RedisFuture, RedisResult, Value};
 
+use super::sentinel::{SentinelConn, is_sentinel_url, master_may_have_moved};
+
 #[derive(Clone)]
 pub enum RedisConn {
     /// Reconnects by itself (see [`lost_connection`] for the first call after a loss).
     Single(ConnectionManager),
     Cluster(Arc<LazyCluster>),
+    /// The master Sentinel names, asked again after a call finds it moved.
+    Sentinel(Arc<SentinelConn>),
 }
 
 /// A Redis Cluster connection made at first use, and made again at the next use after an
@@ -64,9 +69,16 @@ fn lost_connection(e: &RedisError) -> bool {
 }
 
 impl RedisConn {
-    /// `url` is one `redis://` URL, or a comma-separated list of them for a cluster.
-    /// Checks the URLs; connects at the first call.
+    /// `url` is one `redis://` URL, a comma-separated list of them for a cluster, or one
+    /// `redis+sentinel://` URL. Checks the URLs; connects at the first call.
     pub fn new(url: &str, timeout: Duration) -> anyhow::Result<Self> {
+        if is_sentinel_url(url) {
+            return Ok(Self::Sentinel(SentinelConn::new(
+                url,
+                manager_config(timeout),
+                search_timeout(timeout),
+            )?));
+        }
         let urls: Vec<&str> = url
             .split(',')
             .map(str::trim)
@@ -103,6 +115,10 @@ impl RedisConn {
     /// waiting; `None` for a cluster URL. Each HTTP worker takes one, so an acquire never
     /// hops to another thread to reach Redis.
     pub fn local(url: &str, timeout: Duration) -> Option<Self> {
+        if is_sentinel_url(url) {
+            let conn = SentinelConn::new(url, manager_config(timeout), search_timeout(timeout));
+            return conn.ok().map(Self::Sentinel);
+        }
         if url.contains(',') {
             return None;
         }
@@ -115,6 +131,11 @@ impl RedisConn {
     pub fn is_cluster(&self) -> bool {
         matches!(self, Self::Cluster(_))
     }
+}
+
+/// How long asking the sentinels for the master may take.
+fn search_timeout(timeout: Duration) -> Duration {
+    timeout.max(Duration::from_millis(500))
 }
 
 fn manager_config(timeout: Duration) -> ConnectionManagerConfig {
@@ -139,6 +160,17 @@ impl ConnectionLike for RedisConn {
                 let mut conn = lazy.get().await?;
                 conn.req_packed_command(cmd).await
             }),
+            Self::Sentinel(sentinel) => Box::pin(async move {
+                let (generation, mut conn) = sentinel.get().await?;
+                match conn.req_packed_command(cmd).await {
+                    Err(e) if master_may_have_moved(&e) => {
+                        sentinel.forget(generation);
+                        let (_, mut conn) = sentinel.get().await?;
+                        conn.req_packed_command(cmd).await
+                    }
+                    answered => answered,
+                }
+            }),
         }
     }
 
@@ -161,13 +193,24 @@ impl ConnectionLike for RedisConn {
                 let mut conn = lazy.get().await?;
                 conn.req_packed_commands(pipeline, offset, count).await
             }),
+            Self::Sentinel(sentinel) => Box::pin(async move {
+                let (generation, mut conn) = sentinel.get().await?;
+                match conn.req_packed_commands(pipeline, offset, count).await {
+                    Err(e) if master_may_have_moved(&e) => {
+                        sentinel.forget(generation);
+                        let (_, mut conn) = sentinel.get().await?;
+                        conn.req_packed_commands(pipeline, offset, count).await
+                    }
+                    answered => answered,
+                }
+            }),
         }
     }
 
     fn get_db(&self) -> i64 {
         match self {
             Self::Single(c) => c.get_db(),
-            Self::Cluster(_) => 0,
+            Self::Cluster(_) | Self::Sentinel(_) => 0,
         }
     }
 }

@@ -5,9 +5,11 @@ mod connection;
 pub mod functions;
 mod keys;
 pub mod scripts;
+mod sentinel;
 
 pub use connection::RedisConn;
 pub use keys::{KeySpace, StateKey};
+pub use sentinel::{SentinelUrl, is_sentinel_url};
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -47,12 +49,7 @@ impl Limiter {
             conn: RedisConn::new(url, timeout)?,
             keys: KeySpace::new(prefix),
             timeout,
-            address: url
-                .split(',')
-                .map(|u| redacted(u.trim()))
-                .collect::<Vec<_>>()
-                .join(",")
-                .into(),
+            address: shown_url(url).into(),
             round_trips: IntCounter::new("unregistered", "not exported").expect("a valid name"),
             moves_state: true,
         })
@@ -156,6 +153,20 @@ async fn within<T>(
 }
 
 /// A Redis URL as it may be shown: without its password.
+/// `url` (one node's, a cluster's list, or a sentinel URL) as a message may show it.
+pub(crate) fn shown_url(url: &str) -> String {
+    if is_sentinel_url(url) {
+        return SentinelUrl::parse(url).map_or_else(
+            |_| "(an unreadable sentinel URL)".to_owned(),
+            |parsed| parsed.shown(),
+        );
+    }
+    url.split(',')
+        .map(|u| redacted(u.trim()))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
 pub(crate) fn redacted(url: &str) -> String {
     match url::Url::parse(url) {
         Ok(mut parsed) if parsed.password().is_some() => {

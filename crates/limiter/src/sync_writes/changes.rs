@@ -27,7 +27,8 @@ impl Limiter {
 /// `shutdown`: `heard` at once, on this task (what can be done before the change is read
 /// from SQL, such as dropping what the change may have made untrue), `wake` for the
 /// reconcile that reads it. Connects to the first node of `url` (a cluster propagates
-/// PUBLISH to every node), and after a lost connection reconnects and does both once,
+/// PUBLISH to every node), or behind Sentinel to the master it names now (a replica gets
+/// the master's PUBLISH too), and after a lost connection reconnects and does both once,
 /// since notices may have been missed.
 pub async fn listen_for_changes(
     url: String,
@@ -37,8 +38,12 @@ pub async fn listen_for_changes(
     heard: impl Fn() + Send + 'static,
     shutdown: CancellationToken,
 ) {
-    let first = url.split(',').next().unwrap_or_default().trim().to_owned();
-    let shown = crate::client::redacted(&first);
+    let first = if crate::client::is_sentinel_url(&url) {
+        url.clone()
+    } else {
+        url.split(',').next().unwrap_or_default().trim().to_owned()
+    };
+    let shown = crate::client::shown_url(&first);
     let mut connected_before = false;
     while !shutdown.is_cancelled() {
         match subscribe(&first, &channel).await {
@@ -80,7 +85,18 @@ pub async fn listen_for_changes(
 }
 
 async fn subscribe(url: &str, channel: &str) -> redis::RedisResult<redis::aio::PubSub> {
-    let client = redis::Client::open(url)?;
+    let client = if crate::client::is_sentinel_url(url) {
+        let sentinel = crate::client::SentinelUrl::parse(url).map_err(|e| {
+            redis::RedisError::from((
+                redis::ErrorKind::InvalidClientConfig,
+                "bad sentinel URL",
+                format!("{e:#}"),
+            ))
+        })?;
+        sentinel.master_client().await?
+    } else {
+        redis::Client::open(url)?
+    };
     let mut pubsub = client.get_async_pubsub().await?;
     pubsub.subscribe(channel).await?;
     Ok(pubsub)
