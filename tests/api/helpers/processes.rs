@@ -269,7 +269,7 @@ impl LocalSentinel {
                     "port {port}\nbind 127.0.0.1\n\
                      sentinel monitor {SENTINEL_MASTER} 127.0.0.1 {} 2\n\
                      sentinel down-after-milliseconds {SENTINEL_MASTER} 1000\n\
-                     sentinel failover-timeout {SENTINEL_MASTER} 10000\n",
+                     sentinel failover-timeout {SENTINEL_MASTER} 2000\n",
                     data_ports[0]
                 ),
             )
