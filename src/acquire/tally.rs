@@ -152,11 +152,12 @@ impl Tally {
     }
 
     /// Takes what was recorded since the last call. A policy with nothing since goes (it
-    /// is back at its next decision), so memory follows the policies in use.
+    /// is back at its next decision), so memory follows the policies in use: the table
+    /// goes too (a drained one would keep its size of the busiest interval).
     fn take(&self) -> Vec<Taken> {
-        let mut by_policy = self.by_policy.lock().expect("tally lock");
-        by_policy
-            .drain()
+        let taken = std::mem::take(&mut *self.by_policy.lock().expect("tally lock"));
+        taken
+            .into_iter()
             .map(|(policy, mut top)| Taken {
                 policy: policy.into_string(),
                 counts: top.counts,
