@@ -37,6 +37,29 @@ pub struct KeyEntry {
     pub last_used_ms: AtomicI64,
 }
 
+impl KeyEntry {
+    /// The entry of a key as SQL stores it, by its digest; `None` (logged) for one that
+    /// cannot be (an invalid slug or hash).
+    fn of(grant: KeyGrant) -> Option<([u8; 32], Self)> {
+        let Ok(app) = AppSlug::parse(&grant.app_slug) else {
+            tracing::error!(key_id = %grant.key_id, "api key of an invalid app slug ignored");
+            return None;
+        };
+        let mut digest = [0u8; 32];
+        if hex::decode_to_slice(&grant.key_hash, &mut digest).is_err() {
+            tracing::error!(key_id = %grant.key_id, "api key of an invalid hash ignored");
+            return None;
+        }
+        let entry = KeyEntry {
+            key_id: grant.key_id,
+            app,
+            expires_ms: grant.expires_ms,
+            last_used_ms: AtomicI64::new(0),
+        };
+        Some((digest, entry))
+    }
+}
+
 /// What the acquire path knows of a policy from SQL: enough to answer what needs no
 /// Redis when Redis cannot be reached (allowed apps, capacity, enabled, failure mode), and
 /// what Redis should hold, to put it back when Redis has lost it.
@@ -184,6 +207,9 @@ impl Policies {
 pub struct Snapshot {
     /// By the SHA-256 of the key (the hex of it is what SQL stores).
     keys: ArcSwap<HashMap<[u8; 32], Arc<KeyEntry>>>,
+    /// When the SQL read of those keys began (Unix ms): a key announced before it and not
+    /// among them was revoked since (see `acquire::new_keys`).
+    keys_read_ms: AtomicI64,
     policies: ArcSwap<Policies>,
 }
 
@@ -207,32 +233,41 @@ impl Snapshot {
         self.policies.load().by_name.get(name).map(|p| p.0.clone())
     }
 
-    /// Replaces the keys, carrying over last-used times not yet flushed.
-    pub fn replace_keys(&self, grants: Vec<KeyGrant>) {
+    pub fn keys_read_ms(&self) -> i64 {
+        self.keys_read_ms.load(Ordering::Relaxed)
+    }
+
+    /// Replaces the keys with those SQL held when a read that began at `read_ms` saw
+    /// them, carrying over last-used times not yet flushed.
+    pub fn replace_keys(&self, grants: Vec<KeyGrant>, read_ms: i64) {
         let old = self.keys.load();
         let mut next = HashMap::with_capacity(grants.len());
         for grant in grants {
-            let Ok(app) = AppSlug::parse(&grant.app_slug) else {
-                tracing::error!(key_id = %grant.key_id, "api key of an invalid app slug ignored");
+            let Some((digest, mut entry)) = KeyEntry::of(grant) else {
                 continue;
             };
-            let mut digest = [0u8; 32];
-            if hex::decode_to_slice(&grant.key_hash, &mut digest).is_err() {
-                tracing::error!(key_id = %grant.key_id, "api key of an invalid hash ignored");
-                continue;
-            }
             let used = old
                 .get(&digest)
                 .map_or(0, |e| e.last_used_ms.load(Ordering::Relaxed));
-            let entry = KeyEntry {
-                key_id: grant.key_id,
-                app,
-                expires_ms: grant.expires_ms,
-                last_used_ms: AtomicI64::new(used),
-            };
+            entry.last_used_ms = AtomicI64::new(used);
             next.insert(digest, Arc::new(entry));
         }
         self.keys.store(Arc::new(next));
+        self.keys_read_ms.store(read_ms, Ordering::Relaxed);
+    }
+
+    /// Adds one key created after the keys were read (until the next read brings it);
+    /// gives back the entry held, the one already there if another call added it first.
+    pub fn add_key(&self, grant: KeyGrant) -> Option<Arc<KeyEntry>> {
+        let (digest, entry) = KeyEntry::of(grant)?;
+        let entry = Arc::new(entry);
+        let mut held = entry.clone();
+        self.keys.rcu(|keys| {
+            let mut next = HashMap::clone(keys);
+            held = next.entry(digest).or_insert_with(|| entry.clone()).clone();
+            next
+        });
+        Some(held)
     }
 
     /// Replaces the policies with `records`, and gives back their configs in that order

@@ -85,6 +85,7 @@ impl Core {
             snapshot.clone(),
             denials.clone(),
             metrics.clone(),
+            settings.sync_interval(),
         );
         let control = Control::new(store.clone(), sync.clone(), limiter.clone());
         Ok(Self {

@@ -19,7 +19,7 @@ use tokio_util::sync::CancellationToken;
 use crate::acquire::DenialCache;
 use crate::domain::PolicyName;
 use crate::snapshot::Snapshot;
-use crate::store::{PolicyRecord, Store, StoreResult, now_ms};
+use crate::store::{KeyGrant, PolicyRecord, Store, StoreResult, now_ms};
 use crate::telemetry::Metrics;
 use ratekeeper_limiter::{Limiter, PolicyConfig};
 
@@ -42,6 +42,9 @@ pub struct Syncer {
     instance: Arc<str>,
     /// Woken by another instance's change notice: reconcile now, not at the next tick.
     wake: Arc<Notify>,
+    /// How long a new key stays announced in Redis: long enough for every instance to
+    /// reload its keys, by a notice or else by its interval.
+    announce_keys_for: Duration,
 }
 
 /// What the passes so far saw, for the ones after them.
@@ -77,6 +80,7 @@ impl Syncer {
         snapshot: Arc<Snapshot>,
         denials: Arc<DenialCache>,
         metrics: Arc<Metrics>,
+        interval: Duration,
     ) -> Self {
         Self {
             store,
@@ -87,6 +91,7 @@ impl Syncer {
             memo: Arc::default(),
             instance: crate::store::new_id().into(),
             wake: Arc::default(),
+            announce_keys_for: (interval * 3).max(Duration::from_secs(60)),
         }
     }
 
@@ -139,14 +144,63 @@ impl Syncer {
         self.announce().await;
     }
 
+    /// After a key was committed, before it is shown: announces it in Redis, so that
+    /// every instance accepts it at once (`acquire::new_keys`), then reloads the keys
+    /// here and tells the others.
+    pub async fn key_created(&self, grant: &KeyGrant) -> StoreResult<()> {
+        self.announce_key(grant).await;
+        self.keys_changed().await
+    }
+
+    /// After a rotation: the old key is shortened (no announcement may say otherwise),
+    /// the new one announced.
+    pub async fn key_rotated(&self, new_key: &KeyGrant) -> StoreResult<()> {
+        self.forget_announced_keys().await;
+        self.key_created(new_key).await
+    }
+
+    /// After keys were revoked or moved to another application: none is accepted from an
+    /// announcement any more, and the keys are reloaded.
+    pub async fn keys_withdrawn(&self) -> StoreResult<()> {
+        self.forget_announced_keys().await;
+        self.keys_changed().await
+    }
+
+    /// Announcing may fail (Redis away): the key then works on each instance as it
+    /// reloads its keys.
+    #[tracing::instrument(skip_all, fields(key_id = %grant.key_id))]
+    async fn announce_key(&self, grant: &KeyGrant) {
+        let text = crate::acquire::announcement(grant, now_ms());
+        let ttl = self.announce_keys_for;
+        if let Err(e) = self
+            .limiter
+            .announce_new_key(&grant.key_hash, &text, ttl)
+            .await
+        {
+            tracing::warn!(error = %e, "could not announce a new api key; other instances accept it once they reload their keys");
+        }
+    }
+
+    /// Every announcement is dropped: an instance that has not reloaded since a key was
+    /// revoked would otherwise take the announcement's older word for it. If Redis cannot
+    /// be reached, an instance that reloaded after the announcement refuses it anyway,
+    /// and the others reload within the interval.
+    #[tracing::instrument(skip_all)]
+    async fn forget_announced_keys(&self) {
+        if let Err(e) = self.limiter.forget_new_keys().await {
+            tracing::warn!(error = %e, "could not drop the announced api keys");
+        }
+    }
+
     /// Reloads the live API keys at once (after a key is created or revoked here), and
     /// tells the other instances, so that a revoked key stops working everywhere.
     #[tracing::instrument(skip_all)]
     pub async fn keys_changed(&self) -> StoreResult<()> {
+        let read_at = now_ms();
         let mut tx = self.store.begin_read().await?;
         let grants = tx.live_key_grants().await?;
         tx.commit().await?;
-        self.snapshot.replace_keys(grants);
+        self.snapshot.replace_keys(grants, read_at);
         self.announce().await;
         Ok(())
     }
@@ -171,7 +225,7 @@ impl Syncer {
             None
         };
         tx.commit().await?;
-        self.snapshot.replace_keys(grants);
+        self.snapshot.replace_keys(grants, read_at);
         if let Some(policies) = policies {
             memo.configs = self.snapshot.replace_policies(&policies);
             // Denials of policies changed elsewhere no longer hold.

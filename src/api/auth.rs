@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use actix_web::dev::Payload;
 use actix_web::{FromRequest, HttpRequest, web};
-use futures_util::future::{LocalBoxFuture, Ready, ready};
+use futures_util::future::{Either, LocalBoxFuture, Ready, ready};
 
 use super::problem::Problem;
 use crate::acquire::{Acquirer, KeyRefused};
@@ -24,34 +24,47 @@ pub fn bearer(req: &HttpRequest) -> Option<&str> {
 }
 
 /// The application behind the request's API key (checked against the in-memory
-/// snapshot: no SQL); 401 without a live one.
+/// snapshot: no SQL; a key created elsewhere a moment ago is looked up in Redis, see
+/// `acquire::new_keys`); 401 without a live one.
 pub struct ApiClient(pub Arc<KeyEntry>);
 
 impl FromRequest for ApiClient {
     type Error = Problem;
-    type Future = Ready<Result<Self, Problem>>;
+    /// Ready for a key the snapshot decides (every request but the first few with a new
+    /// key): no future is boxed on the acquire path.
+    type Future =
+        Either<Ready<Result<Self, Problem>>, LocalBoxFuture<'static, Result<Self, Problem>>>;
 
     fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
-        ready(api_client(req))
+        let Some(presented) = bearer(req) else {
+            return Either::Left(ready(Err(Problem::unauthorized(
+                "send your API key as Authorization: Bearer <key>",
+            ))));
+        };
+        let Some(acquirer) = req.app_data::<web::Data<Acquirer>>() else {
+            return Either::Left(ready(Err(Problem::internal())));
+        };
+        match acquirer.client(presented) {
+            Err(KeyRefused::Unknown) => {
+                let (acquirer, presented) = (acquirer.clone(), presented.to_owned());
+                Either::Right(Box::pin(async move {
+                    let known = acquirer.client_or_new(&presented).await;
+                    known.map(ApiClient).map_err(refusal)
+                }))
+            }
+            known => Either::Left(ready(known.map(ApiClient).map_err(refusal))),
+        }
     }
 }
 
-fn api_client(req: &HttpRequest) -> Result<ApiClient, Problem> {
-    let presented = bearer(req)
-        .ok_or_else(|| Problem::unauthorized("send your API key as Authorization: Bearer <key>"))?;
-    let acquirer = req
-        .app_data::<web::Data<Acquirer>>()
-        .ok_or_else(Problem::internal)?;
-    acquirer
-        .client(presented)
-        .map(ApiClient)
-        .map_err(|refused| match refused {
-            KeyRefused::Unknown => Problem::unauthorized("unknown or revoked API key"),
-            KeyRefused::Expired { at_ms } => Problem::unauthorized(format!(
-                "this API key expired at {}; use its replacement or make a new one",
-                rfc3339(at_ms)
-            )),
-        })
+fn refusal(refused: KeyRefused) -> Problem {
+    match refused {
+        KeyRefused::Unknown => Problem::unauthorized("unknown or revoked API key"),
+        KeyRefused::Expired { at_ms } => Problem::unauthorized(format!(
+            "this API key expired at {}; use its replacement or make a new one",
+            rfc3339(at_ms)
+        )),
+    }
 }
 
 /// The user behind the request's personal access token; 401 without a live one.

@@ -86,7 +86,7 @@ impl Control {
         }
         if new_slug != old_slug {
             // The keys' snapshot names each key's application by slug.
-            self.reload_keys().await;
+            self.withdraw_keys().await;
         }
         Ok(after)
     }
@@ -122,7 +122,7 @@ impl Control {
         for record in &changed {
             self.sync.policy_saved(record).await;
         }
-        self.reload_keys().await;
+        self.withdraw_keys().await;
         Ok(())
     }
 }

@@ -2,7 +2,7 @@ use serde_json::json;
 
 use crate::auth::{Actor, Permission, Secret, SecretKind};
 use crate::domain::FieldErrors;
-use crate::store::{AuditEntry, now_ms};
+use crate::store::{AuditEntry, KeyGrant, now_ms};
 
 use super::inputs::{KeyInput, RotateInput, date_time, required, text};
 use super::reveal::{Reveal, Revealed};
@@ -46,11 +46,13 @@ impl Control {
 
         let mut tx = self.store.begin().await?;
         let app = authorised_app(&mut tx, actor, slug, Permission::Edit).await?;
-        let created = self
+        let (created, grant) = self
             .insert_key(&mut tx, actor, &app, &label, expires_ms, reveal)
             .await?;
         tx.commit().await?;
-        self.reload_keys().await;
+        if let Err(e) = self.sync.key_created(&grant).await {
+            tracing::warn!(error = %e, "reloading api keys failed; reconcile will retry");
+        }
         Ok(created)
     }
 
@@ -99,7 +101,7 @@ impl Control {
         let before = ApiKeyView::from(&old);
         old.expires_ms = Some(old_until);
         let label = old.label.clone();
-        let new_key = self
+        let (new_key, grant) = self
             .insert_key(&mut tx, actor, &app, &label, expires_ms, reveal)
             .await?;
         tx.record_audit(AuditEntry {
@@ -113,14 +115,17 @@ impl Control {
         })
         .await?;
         tx.commit().await?;
-        self.reload_keys().await;
+        if let Err(e) = self.sync.key_rotated(&grant).await {
+            tracing::warn!(error = %e, "reloading api keys failed; reconcile will retry");
+        }
         Ok(RotatedKey {
             new_key,
             old_key: ApiKeyView::from(&old),
         })
     }
 
-    /// Stores a new key of `app` (with its audit event) in `tx`.
+    /// Stores a new key of `app` (with its audit event) in `tx`; gives back what is shown
+    /// and what instances accept it by.
     async fn insert_key(
         &self,
         tx: &mut crate::store::Tx,
@@ -129,7 +134,7 @@ impl Control {
         label: &str,
         expires_ms: Option<i64>,
         reveal: Reveal<'_>,
-    ) -> ControlResult<CreatedKey> {
+    ) -> ControlResult<(CreatedKey, KeyGrant)> {
         let secret = Secret::generate(SecretKind::ApiKey);
         let record = tx
             .insert_api_key(&app.id, label, &secret.hash, &actor.name, expires_ms)
@@ -161,11 +166,17 @@ impl Control {
                 },
             )
             .await?;
-        Ok(created)
+        let grant = KeyGrant {
+            key_hash: secret.hash,
+            key_id: created.id.clone(),
+            app_slug: app.slug.clone(),
+            expires_ms: record.expires_ms,
+        };
+        Ok((created, grant))
     }
 
-    /// Revokes a key; it stops working on this instance at once, on others by the next
-    /// reconcile pass.
+    /// Revokes a key; it stops working on this instance at once, on the others as they
+    /// hear the change notice (or else by the next reconcile pass).
     #[tracing::instrument(skip_all, fields(actor = %actor.name, slug = %slug, key_id = %key_id))]
     pub async fn revoke_key(&self, actor: &Actor, slug: &str, key_id: &str) -> ControlResult<()> {
         let mut tx = self.store.begin().await?;
@@ -188,12 +199,13 @@ impl Control {
         })
         .await?;
         tx.commit().await?;
-        self.reload_keys().await;
+        self.withdraw_keys().await;
         Ok(())
     }
 
-    pub(super) async fn reload_keys(&self) {
-        if let Err(e) = self.sync.keys_changed().await {
+    /// After keys were revoked, or their application renamed or deleted.
+    pub(super) async fn withdraw_keys(&self) {
+        if let Err(e) = self.sync.keys_withdrawn().await {
             tracing::warn!(error = %e, "reloading api keys failed; reconcile will retry");
         }
     }

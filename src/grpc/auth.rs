@@ -11,8 +11,9 @@ use crate::acquire::{Acquirer, KeyRefused};
 use crate::control::rfc3339;
 use crate::snapshot::KeyEntry;
 
-/// The live API key of the call; `UNAUTHENTICATED` without one, saying why.
-pub fn client(acquirer: &Acquirer, metadata: &MetadataMap) -> Result<Arc<KeyEntry>, Status> {
+/// The live API key of the call (one created elsewhere a moment ago included, as on
+/// HTTP); `UNAUTHENTICATED` without one, saying why.
+pub async fn client(acquirer: &Acquirer, metadata: &MetadataMap) -> Result<Arc<KeyEntry>, Status> {
     let presented = metadata
         .get("authorization")
         .and_then(|value| value.to_str().ok())
@@ -23,7 +24,11 @@ pub fn client(acquirer: &Acquirer, metadata: &MetadataMap) -> Result<Arc<KeyEntr
                  (Envoy: grpc_service.initial_metadata)",
             )
         })?;
-    acquirer.client(presented).map_err(|refused| match refused {
+    let known = match acquirer.client(presented) {
+        Err(KeyRefused::Unknown) => acquirer.client_or_new(presented).await,
+        known => known,
+    };
+    known.map_err(|refused| match refused {
         KeyRefused::Unknown => Status::unauthenticated("unknown or revoked API key"),
         KeyRefused::Expired { at_ms } => Status::unauthenticated(format!(
             "this API key expired at {}; use its replacement or make a new one",

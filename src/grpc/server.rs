@@ -38,7 +38,7 @@ impl RateLimiter {
         &self,
         request: Request<RateLimitRequest>,
     ) -> Result<RateLimitResponse, Status> {
-        let client = auth::client(&self.acquirer, request.metadata())?;
+        let client = auth::client(&self.acquirer, request.metadata()).await?;
         let request = request.into_inner();
         let mut targets = descriptors::resolve(&self.snapshot, &request)
             .map_err(|e| Status::invalid_argument(e.to_string()))?;

@@ -15,6 +15,7 @@ mod grpc;
 mod hostile_input;
 mod import_envoy;
 mod lua;
+mod new_keys;
 mod operations;
 mod outages;
 mod scopes;

@@ -129,6 +129,12 @@ impl KeySpace {
         format!("{}:activity:{{{policy}}}:sh:{day}", self.prefix)
     }
 
+    /// The API keys just created, until every instance has reloaded its keys (see
+    /// `sync_writes::new_keys`). Outside the policy pattern, as the sync marker.
+    pub fn new_keys(&self) -> String {
+        format!("{}:new_keys", self.prefix)
+    }
+
     /// The pub/sub channel on which instances announce changes to each other.
     pub fn changes_channel(&self) -> String {
         format!("{}:changes", self.prefix)

@@ -27,7 +27,7 @@ pub struct PushStats {
 
 impl Limiter {
     /// Sync writes are off the hot path: they get more time than an acquire.
-    fn sync_timeout(&self) -> Duration {
+    pub(crate) fn sync_timeout(&self) -> Duration {
         self.timeout.max(Duration::from_secs(1))
     }
 
