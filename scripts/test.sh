@@ -69,6 +69,10 @@ count_envoy() {
 count_clients() {
     awk '/^clients: tests: / { p += $3; f += $5 } END { print p + 0, f + 0 }' "$1"
 }
+# count_soak LOG: scripts/soak.sh's closing count (the verdict's unit tests and the run).
+count_soak() {
+    awk '/^soak: tests: / { p += $3; f += $5 } END { print p + 0, f + 0 }' "$1"
+}
 # count_node LOG: node --test's summary ("ℹ pass N", "ℹ fail N", "ℹ cancelled N").
 count_node() {
     awk '$2 == "pass" && $3 ~ /^[0-9]+$/ { p += $3 }
@@ -272,7 +276,7 @@ bin="$(cd "${CARGO_TARGET_DIR:-target}" && pwd)/debug/ratekeeper"
     echo "test: no server binary at $bin after cargo test" >&2
     exit 1
 }
-export RK_FUZZ_BIN="$bin" RK_E2E_BIN="$bin" RK_ENVOY_BIN="$bin" RK_CLIENTS_BIN="$bin"
+export RK_FUZZ_BIN="$bin" RK_E2E_BIN="$bin" RK_ENVOY_BIN="$bin" RK_CLIENTS_BIN="$bin" RK_SOAK_BIN="$bin"
 
 step "fuzz both APIs from their OpenAPI document (schemathesis): no 5xx"
 run_stage fuzz count_fuzz scripts/fuzz.sh
@@ -285,5 +289,8 @@ run_stage clients count_clients scripts/clients.sh
 
 step "browser tests of the console (headless Chromium): scripts/e2e.sh"
 run_stage e2e count_node scripts/e2e.sh
+
+step "the soak, 3 minutes: faults under load, nothing over-admitted, lost or outside a failure mode: scripts/soak.sh"
+run_stage soak count_soak scripts/soak.sh
 
 step "all tests passed"
