@@ -37,8 +37,9 @@ unit_log="$(mktemp)"
 trap 'rm -f "$unit_log"' EXIT
 if python3 -m unittest discover -s bench/soak -p 'test_*.py' 2>&1 | tee "$unit_log"; then :; fi
 ran=$(awk '/^Ran [0-9]+ tests?/ { print $2 }' "$unit_log")
-bad=$(grep -oE 'FAILED \((failures|errors)=[0-9]+(, (failures|errors)=[0-9]+)?\)' "$unit_log" |
-    grep -oE '[0-9]+' | awk '{ s += $1 } END { print s + 0 }')
+bad=$(awk '/^FAILED \(/ { while (match($0, /(failures|errors)=[0-9]+/)) {
+        s += substr($0, RSTART + index(substr($0, RSTART, RLENGTH), "="), RLENGTH)
+        $0 = substr($0, RSTART + RLENGTH) } } END { print s + 0 }' "$unit_log")
 passed=$((passed + ${ran:-0} - bad))
 failed=$((failed + bad))
 if [[ -z ${ran:-} ]]; then failed=$((failed + 1)); fi
