@@ -16,6 +16,7 @@ import argparse
 import collections
 import os
 import shutil
+import signal
 import sys
 import tempfile
 import threading
@@ -67,6 +68,9 @@ def run_edits(admin, stop):
 
 def main():
     args = arguments()
+    # SIGTERM (timeout, CI) unwinds like Ctrl-C: the finally below stops every process
+    # and drops the database.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     if not os.access(args.bin, os.X_OK):
         sys.exit(f"soak: no {args.bin}: build it first (cargo build --release)")
     directory = tempfile.mkdtemp(prefix="ratekeeper-soak-")
@@ -99,8 +103,10 @@ def main():
         load = Load(started, instances.ports, keys_file, args.rate)
         faults = Faults(redis, database, instances, admin)
         stop = threading.Event()
-        workers = [threading.Thread(target=run_faults, args=(faults, stop, args.fault_every, ends, log)),
-                   threading.Thread(target=run_edits, args=(admin, stop))]
+        # Daemons: a run stopped early (SIGTERM, Ctrl-C) does not wait for them.
+        workers = [threading.Thread(target=run_faults, daemon=True,
+                                    args=(faults, stop, args.fault_every, ends, log)),
+                   threading.Thread(target=run_edits, daemon=True, args=(admin, stop))]
         for w in workers:
             w.start()
         samples = {i: [] for i in range(args.instances)}
