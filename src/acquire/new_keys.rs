@@ -50,13 +50,10 @@ fn announced(digest_hex: String, text: &str) -> Option<(KeyGrant, i64)> {
 }
 
 impl Acquirer {
-    /// The live key presented, from the snapshot or else from the keys announced since
-    /// it was read; `Unknown` also when Redis cannot say.
-    pub async fn client_or_new(&self, presented: &str) -> Result<Arc<KeyEntry>, KeyRefused> {
-        match self.client(presented) {
-            Err(KeyRefused::Unknown) => {}
-            known => return known,
-        }
+    /// For a key the snapshot does not hold (`client` said `Unknown`): the live key from
+    /// the keys announced since the snapshot's keys were read; `Unknown` also when Redis
+    /// cannot say.
+    pub async fn announced_client(&self, presented: &str) -> Result<Arc<KeyEntry>, KeyRefused> {
         let digest_hex = hex::encode(digest_secret(presented));
         let text = match self.limiter.new_key(&digest_hex).await {
             Ok(Some(text)) => text,

@@ -48,7 +48,7 @@ impl FromRequest for ApiClient {
             Err(KeyRefused::Unknown) => {
                 let (acquirer, presented) = (acquirer.clone(), presented.to_owned());
                 Either::Right(Box::pin(async move {
-                    let known = acquirer.client_or_new(&presented).await;
+                    let known = acquirer.announced_client(&presented).await;
                     known.map(ApiClient).map_err(refusal)
                 }))
             }

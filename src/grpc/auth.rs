@@ -25,7 +25,7 @@ pub async fn client(acquirer: &Acquirer, metadata: &MetadataMap) -> Result<Arc<K
             )
         })?;
     let known = match acquirer.client(presented) {
-        Err(KeyRefused::Unknown) => acquirer.client_or_new(presented).await,
+        Err(KeyRefused::Unknown) => acquirer.announced_client(presented).await,
         known => known,
     };
     known.map_err(|refused| match refused {

@@ -64,7 +64,7 @@ async fn a_new_or_rotated_key_is_accepted_by_an_instance_that_has_not_reloaded()
         matches!(other.client(&key), Err(KeyRefused::Unknown)),
         "the other instance's snapshot does not hold the key"
     );
-    let entry = other.client_or_new(&key).await.expect("accepted");
+    let entry = other.announced_client(&key).await.expect("accepted");
     assert_eq!(entry.app.as_str(), "shop");
     // Now it is in the snapshot: the next request reads no Redis.
     assert!(other.client(&key).is_ok());
@@ -81,7 +81,7 @@ async fn a_new_or_rotated_key_is_accepted_by_an_instance_that_has_not_reloaded()
         .as_str()
         .unwrap()
         .to_owned();
-    assert!(other.client_or_new(&new_key).await.is_ok());
+    assert!(other.announced_client(&new_key).await.is_ok());
 }
 
 #[tokio::test]
@@ -98,7 +98,7 @@ async fn a_revoked_key_is_not_accepted_from_its_announcement() {
         "revoking drops the announcements"
     );
     assert!(matches!(
-        other.client_or_new(&key).await,
+        other.announced_client(&key).await,
         Err(KeyRefused::Unknown)
     ));
 }
@@ -123,19 +123,19 @@ async fn an_announcement_from_before_the_last_read_of_the_keys_is_refused() {
         .unwrap();
 
     // Announced after this instance last read its keys: taken at its word for now...
-    assert!(other.client_or_new(&key).await.is_ok());
+    assert!(other.announced_client(&key).await.is_ok());
     // ...but not once it has read SQL again (where the key is revoked), although the
     // announcement is still there: here a read that began just past the 1 s allowed
     // between instances' clocks after the announcement.
     let announced_ms: i64 = kept[0].1.rsplit(' ').next().unwrap().parse().unwrap();
     core.snapshot.replace_keys(Vec::new(), announced_ms + 1_001);
     assert!(matches!(
-        other.client_or_new(&key).await,
+        other.announced_client(&key).await,
         Err(KeyRefused::Unknown)
     ));
     // A read that began within the allowance leaves the announcement its word.
     core.snapshot.replace_keys(Vec::new(), announced_ms + 999);
-    assert!(other.client_or_new(&key).await.is_ok());
+    assert!(other.announced_client(&key).await.is_ok());
 }
 
 #[tokio::test]
