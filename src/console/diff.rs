@@ -83,7 +83,7 @@ pub fn changes(before: Option<&Value>, after: Option<&Value>) -> Vec<Change> {
     let mut out = Vec::new();
     for key in keys {
         let (old, new) = (present(b.get(key)), present(a.get(key)));
-        if old == new {
+        if old == new || (key == "allowed_apps" && same_members(old, new)) {
             continue;
         }
         if key == "overrides" {
@@ -109,6 +109,21 @@ pub fn changes(before: Option<&Value>, after: Option<&Value>) -> Vec<Change> {
         });
     }
     out
+}
+
+/// Whether two lists hold the same items in any order: the allowed applications are a
+/// set, and versions saved before the order was kept differ in order alone.
+fn same_members(a: Option<&Value>, b: Option<&Value>) -> bool {
+    let sorted = |v: Option<&Value>| {
+        let mut items: Vec<String> = v
+            .and_then(Value::as_array)?
+            .iter()
+            .map(Value::to_string)
+            .collect();
+        items.sort_unstable();
+        Some(items)
+    };
+    sorted(a).is_some_and(|a| Some(a) == sorted(b))
 }
 
 /// A value that is there: JSON null is no value.
@@ -255,6 +270,13 @@ mod tests {
                 "enabled: yes → no",
             ]
         );
+    }
+
+    #[test]
+    fn allowed_applications_in_another_order_are_no_change() {
+        let before = json!({"allowed_apps": ["shop", "billing"], "max_permits": 1});
+        let after = json!({"allowed_apps": ["billing", "shop"], "max_permits": 2});
+        assert_eq!(texts(before, after), ["max permits: 1 → 2"]);
     }
 
     #[test]

@@ -67,6 +67,10 @@ impl Notice {
             "token-revoked" => "Token revoked. It stopped working at once.",
             "policy-created" => "Policy created. Redis has it already.",
             "policy-updated" => "Policy saved.",
+            "policy-merged" => {
+                "Policy saved, merged with a change someone else saved meanwhile to other \
+                 fields: its history shows both."
+            }
             "policy-rolled-back" => {
                 "Rolled back: a new version with those settings is saved, and Redis has it."
             }

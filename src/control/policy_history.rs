@@ -99,6 +99,28 @@ impl Control {
         })
     }
 
+    /// Saved versions of a policy, each `None` where the policy has no such version: for
+    /// an edit that came second, the version it started from and the one it met.
+    #[tracing::instrument(level = "debug", skip_all, fields(actor = %actor.name, name = %name))]
+    pub async fn policy_versions_at(
+        &self,
+        actor: &Actor,
+        name: &str,
+        versions: &[i64],
+    ) -> ControlResult<Vec<Option<PolicyVersionView>>> {
+        let mut tx = self.store.begin_read().await?;
+        let current = self
+            .readable_policy(&mut tx, actor, name, Permission::View)
+            .await?;
+        let mut found = Vec::with_capacity(versions.len());
+        for &version in versions {
+            let record = tx.policy_version(&current.id, version).await?;
+            found.push(record.map(|v| version_view(&current, v)));
+        }
+        tx.commit().await?;
+        Ok(found)
+    }
+
     /// Makes an earlier version the policy's again, as a new version. Refused (409) when
     /// the policy is no longer at the version the client saw; a version equal to the
     /// current policy changes nothing.

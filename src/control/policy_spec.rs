@@ -81,8 +81,12 @@ pub fn patched_policy(
     };
     let params = Params::of(&mut errors, algorithm, input, Some(current));
     let common = Common::of(&mut errors, input, Some(current));
-    let allowed_apps =
-        allowed_apps(&mut errors, input).or_else(|| Some(current.allowed_apps.clone()));
+    // The allowed applications are a set: the same ones in another order (a form lists
+    // them by name) change nothing, and keep their stored order.
+    let allowed_apps = match allowed_apps(&mut errors, input) {
+        Some(listed) if !same_set(&listed, &current.allowed_apps) => Some(listed),
+        _ => Some(current.allowed_apps.clone()),
+    };
     let scope = scope_parts(&mut errors, input, algorithm, Some(current));
     let descriptors = descriptor_parts(&mut errors, input, scope.scope, Some(current));
     errors.clone().into_result()?;
@@ -216,6 +220,12 @@ fn allowed_apps(errors: &mut FieldErrors, input: &PolicyInput) -> Option<Vec<App
         errors.push("allowed_apps", "must name at least one application");
     }
     Some(slugs)
+}
+
+/// Whether two lists hold the same slugs, whatever their order (each list holds a slug
+/// at most once).
+fn same_set(a: &[AppSlug], b: &[AppSlug]) -> bool {
+    a.len() == b.len() && a.iter().all(|s| b.contains(s))
 }
 
 /// The algorithm's own parameters: each is set exactly when the algorithm uses it.

@@ -56,6 +56,10 @@ pub struct PolicyForm {
     pub descriptors: Option<String>,
     #[serde(default)]
     pub version: String,
+    /// After an edit collided with another: per field both changed, whose value to
+    /// keep ("rate:theirs", "rate:yours", "rate:" when not chosen; see `merge`).
+    #[serde(default)]
+    pub keep: Vec<String>,
     #[serde(default)]
     pub csrf: SecretString,
 }
@@ -122,6 +126,7 @@ impl PolicyForm {
             overrides: Some(overrides_text::render(&policy.overrides)),
             descriptors: Some(descriptors_text::render(&policy.descriptors)),
             version: policy.version.to_string(),
+            keep: Vec::new(),
             csrf: SecretString::default(),
         }
     }
@@ -160,7 +165,7 @@ impl PolicyForm {
             &self.lease_ttl,
             &self.lease_ttl_unit,
         );
-        let units = DisplayUnits {
+        let mut units = DisplayUnits {
             rate: crate::domain::RateUnit::parse_field("", &self.rate_unit).ok(),
             window: DurationUnit::parse_field("", &self.window_unit).ok(),
             lease_ttl: DurationUnit::parse_field("", &self.lease_ttl_unit).ok(),
@@ -169,6 +174,25 @@ impl PolicyForm {
             (Some((new, _)), Some(cur)) if ((new - cur) / cur).abs() < 1e-6 => None,
             (rate, _) => rate.map(|(r, _)| r),
         };
+        // A number left as the form showed it keeps the unit it was stored with (none,
+        // for a policy made through the JSON API), so that saving another field changes
+        // nothing else.
+        if let Some(current) = current {
+            let shown = Self::of(current);
+            if rate.is_none() && self.rate_unit == shown.rate_unit {
+                units.rate = current.rate_unit;
+            }
+            if window.map(|(ms, _)| ms) == current.window_ms
+                && self.window_unit == shown.window_unit
+            {
+                units.window = current.window_unit;
+            }
+            if lease_ttl.map(|(ms, _)| ms) == current.lease_ttl_ms
+                && self.lease_ttl_unit == shown.lease_ttl_unit
+            {
+                units.lease_ttl = current.lease_ttl_unit;
+            }
+        }
         let max_permits = amounts::whole(
             &mut errors,
             "max_permits",

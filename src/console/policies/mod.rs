@@ -7,13 +7,13 @@ use actix_web::{HttpResponse, web};
 use askama::Template;
 
 use crate::console::error::ConsoleError;
-use crate::console::format::{friendly_name, readable_limit};
+use crate::console::format::friendly_name;
 use crate::console::forms::FormErrors;
 use crate::console::html_form::HtmlForm;
 use crate::console::page::Chrome;
 use crate::console::respond::{render, render_status, see_other};
 use crate::console::session::SignedIn;
-use crate::control::{AppDetail, AppView, ControlError, PolicyView};
+use crate::control::{AppDetail, AppView, ControlError, PolicyVersionView};
 use crate::domain::{Algorithm, DurationUnit, FieldErrors, RateUnit};
 use crate::state::AppState;
 
@@ -24,6 +24,7 @@ mod editable;
 mod form;
 mod gateway;
 mod history;
+mod merge;
 mod overrides_text;
 mod overview;
 
@@ -33,6 +34,7 @@ pub use overview::{limit_status, reset, show};
 
 use editable::{editable_app, editable_policy};
 use form::PolicyForm;
+use merge::{Collision, Part, Side};
 
 #[derive(Template)]
 #[template(path = "policies/form.html")]
@@ -45,6 +47,8 @@ struct PolicyFormPage {
     errors: FormErrors,
     /// Every application, for the allowed applications' checkboxes.
     apps: Vec<AppView>,
+    /// After a conflict: the fields both edits changed, each with a choice.
+    collisions: Vec<Collision>,
 }
 
 /// A duration of the form: its amount and unit inputs, with their errors.
@@ -142,6 +146,11 @@ impl PolicyFormPage {
         ]
     }
 
+    /// The collision of the field with this input id, if both edits changed it.
+    fn collision(&self, field: &str) -> Option<&Collision> {
+        self.collisions.iter().find(|c| c.part.field() == field)
+    }
+
     fn friendly<'a>(&self, code: &'a str) -> &'a str {
         friendly_name(code)
     }
@@ -209,6 +218,7 @@ async fn form_page(
         form,
         errors,
         apps,
+        collisions: Vec::new(),
     })
 }
 
@@ -274,62 +284,229 @@ pub async fn update(
 ) -> Result<HttpResponse, ConsoleError> {
     signed_in.check_csrf(&form.csrf)?;
     let mut form = form.into_inner();
-    // One transaction: the policy read once, the change made from it and saved.
-    let saved = state
-        .control
-        .edit_policy(&signed_in.actor, &name, |current| {
-            // The name's input is read-only and not sent: shown again after any error.
-            form.name = current.name.clone();
-            form.to_input(Some(current))
-        })
-        .await;
-    let (errors, status) = match saved {
-        Ok(saved) => {
-            return Ok(see_other(&format!(
-                "/apps/{}?done=policy-updated",
-                saved.owner_app
-            )));
+    let chosen = merge::choices(&std::mem::take(&mut form.keep));
+    if !chosen.is_empty() {
+        // A conflict page's form carries the version it showed: "theirs" is its value.
+        let theirs = form_at(&state, &signed_in, &name, &form.version).await?;
+        let mut unchosen = Vec::new();
+        for (part, side) in chosen {
+            match side {
+                Some(Side::Theirs) => part.copy(&theirs, &mut form),
+                Some(Side::Yours) => {}
+                None => unchosen.push(Collision {
+                    part,
+                    theirs: part.shown(&theirs),
+                    yours: part.shown(&form),
+                }),
+            }
         }
-        Err(ControlError::Invalid(errors)) => (
-            FormErrors::from_fields(&form.in_form_terms(errors)),
-            StatusCode::UNPROCESSABLE_ENTITY,
+        if !unchosen.is_empty() {
+            let errors = FormErrors::general(format!(
+                "Choose whose value to keep for the {} (next to the field), then save. \
+                 Nothing has been saved yet.",
+                merge::in_words(&unchosen.iter().map(|c| c.part).collect::<Vec<_>>()),
+            ));
+            let refused = Refused {
+                errors,
+                status: StatusCode::UNPROCESSABLE_ENTITY,
+                collisions: unchosen,
+            };
+            return form_again(&state, &signed_in, &name, form, refused).await;
+        }
+    }
+    let mut merged = false;
+    // Each round that meets a newer version merges with it and tries again; a policy
+    // changed by others faster than that is left to the user.
+    for _ in 0..MERGE_ROUNDS {
+        // One transaction: the policy read once, the change made from it and saved.
+        let saved = state
+            .control
+            .edit_policy(&signed_in.actor, &name, |current| {
+                // The name's input is read-only and not sent: shown again after any error.
+                form.name = current.name.clone();
+                form.to_input(Some(current))
+            })
+            .await;
+        let refused = match saved {
+            Ok(saved) => {
+                let done = if merged {
+                    "policy-merged"
+                } else {
+                    "policy-updated"
+                };
+                return Ok(see_other(&format!("/apps/{}?done={done}", saved.owner_app)));
+            }
+            Err(ControlError::Invalid(errors)) => Refused {
+                errors: FormErrors::from_fields(&form.in_form_terms(errors)),
+                status: StatusCode::UNPROCESSABLE_ENTITY,
+                collisions: Vec::new(),
+            },
+            Err(ControlError::VersionConflict { current }) => {
+                match merged_with(&state, &signed_in, &name, &form, current).await? {
+                    (next, None) => {
+                        form = next;
+                        merged = true;
+                        continue;
+                    }
+                    (next, Some(refused)) => {
+                        form = next;
+                        refused
+                    }
+                }
+            }
+            Err(e) => return Err(e.into()),
+        };
+        return form_again(&state, &signed_in, &name, form, refused).await;
+    }
+    let refused = Refused {
+        errors: FormErrors::general(
+            "Others are changing this policy as you save: your changes are in the form \
+             below, on its latest version, and were not saved. Save again.",
         ),
-        Err(ControlError::VersionConflict { .. }) => {
-            let theirs = state.control.get_policy(&signed_in.actor, &name).await?;
-            // Saving again now is a deliberate choice made with their change in view.
-            form.version = theirs.version.to_string();
-            (
-                FormErrors::general(conflict_message(&theirs)),
-                StatusCode::CONFLICT,
-            )
-        }
-        Err(e) => return Err(e.into()),
+        status: StatusCode::CONFLICT,
+        collisions: Vec::new(),
     };
-    // Not saved: the form again, on its application's page.
-    let (current, app) = editable_policy(&state, &signed_in, &name).await?;
-    let page = form_page(&state, &signed_in, app, Some(current.name), form, errors).await?;
-    render_status(&page, status)
+    form_again(&state, &signed_in, &name, form, refused).await
 }
 
-/// What an edit that came second is told about the change that came first.
-fn conflict_message(theirs: &PolicyView) -> String {
-    format!(
-        "Someone else changed this policy while you edited it (it is now version {}: \
-         {}, {}, {}, max {} permits, {} overrides, allowed apps {}, {}, {}). \
-         Your changes are still in the form below and were not saved; save again to \
-         replace theirs.",
-        theirs.version,
-        friendly_name(theirs.algorithm.as_str()),
-        friendly_name(theirs.scope.as_str()),
-        readable_limit(theirs),
-        theirs.max_permits,
-        theirs.overrides.len(),
-        theirs.allowed_apps.join(", "),
-        friendly_name(theirs.failure_mode.as_str()),
-        if theirs.enabled {
-            "enabled"
-        } else {
-            "disabled"
-        },
+/// Versions an edit merges with before it leaves the choice to the user.
+const MERGE_ROUNDS: usize = 3;
+
+/// Why an edit was not saved, for the form shown again.
+struct Refused {
+    errors: FormErrors,
+    status: StatusCode,
+    collisions: Vec<Collision>,
+}
+
+/// The form of the policy's saved version `version` (as a form sent it), or of the policy
+/// as it is when the history has no such version.
+async fn form_at(
+    state: &AppState,
+    signed_in: &SignedIn,
+    name: &str,
+    version: &str,
+) -> Result<PolicyForm, ConsoleError> {
+    let saved = match version.trim().parse::<i64>() {
+        Ok(v) => state
+            .control
+            .policy_versions_at(&signed_in.actor, name, &[v])
+            .await?
+            .pop()
+            .flatten(),
+        Err(_) => None,
+    };
+    Ok(match saved {
+        Some(saved) => PolicyForm::of(&saved.policy),
+        None => PolicyForm::of(&state.control.get_policy(&signed_in.actor, name).await?),
+    })
+}
+
+/// The edit in `form` merged with the version `current` it did not start from: the merged
+/// form, and why it cannot be saved as it is (fields both changed), if so.
+async fn merged_with(
+    state: &AppState,
+    signed_in: &SignedIn,
+    name: &str,
+    form: &PolicyForm,
+    current: i64,
+) -> Result<(PolicyForm, Option<Refused>), ConsoleError> {
+    let started = form.version.trim().parse::<i64>().unwrap_or(0);
+    let mut versions = state
+        .control
+        .policy_versions_at(&signed_in.actor, name, &[started, current])
+        .await?
+        .into_iter();
+    let (base, theirs) = (versions.next().flatten(), versions.next().flatten());
+    let theirs = match theirs {
+        Some(theirs) => theirs,
+        // Saved before history began, or changed again meanwhile: the policy as it is.
+        None => {
+            let policy = state.control.get_policy(&signed_in.actor, name).await?;
+            PolicyVersionView {
+                version: policy.version,
+                action: "update".to_owned(),
+                restored_version: None,
+                author: "someone else".to_owned(),
+                at: policy.updated_at.clone(),
+                policy,
+            }
+        }
+    };
+    let base = base.map(|b| PolicyForm::of(&b.policy));
+    let merged = merge::merge(form, base.as_ref(), &PolicyForm::of(&theirs.policy));
+    if merged.collisions.is_empty() {
+        return Ok((merged.form, None));
+    }
+    let message = conflict_message(&theirs, &merged);
+    Ok((
+        merged.form,
+        Some(Refused {
+            errors: FormErrors::general(message),
+            status: StatusCode::CONFLICT,
+            collisions: merged.collisions,
+        }),
+    ))
+}
+
+/// The form again, not saved, on its application's page.
+async fn form_again(
+    state: &AppState,
+    signed_in: &SignedIn,
+    name: &str,
+    form: PolicyForm,
+    refused: Refused,
+) -> Result<HttpResponse, ConsoleError> {
+    let (current, app) = editable_policy(state, signed_in, name).await?;
+    let mut page = form_page(
+        state,
+        signed_in,
+        app,
+        Some(current.name),
+        form,
+        refused.errors,
     )
+    .await?;
+    page.collisions = refused.collisions;
+    render_status(&page, refused.status)
+}
+
+/// What an edit that came second is told about the change that came first, which
+/// changed some of the fields it changed.
+fn conflict_message(theirs: &PolicyVersionView, merged: &merge::Merged) -> String {
+    let collided: Vec<Part> = merged.collisions.iter().map(|c| c.part).collect();
+    let only_theirs: Vec<Part> = merged
+        .theirs
+        .iter()
+        .copied()
+        .filter(|p| !collided.contains(p))
+        .collect();
+    let only_yours: Vec<Part> = merged
+        .yours
+        .iter()
+        .copied()
+        .filter(|p| !collided.contains(p))
+        .collect();
+    let mut message = format!(
+        "{} saved version {} of this policy at {} while you edited it. ",
+        theirs.author, theirs.version, theirs.at
+    );
+    if !only_theirs.is_empty() {
+        message.push_str(&format!(
+            "Their change to the {} is in the form. ",
+            merge::in_words(&only_theirs)
+        ));
+    }
+    if !only_yours.is_empty() {
+        message.push_str(&format!(
+            "Your change to the {} is kept. ",
+            merge::in_words(&only_yours)
+        ));
+    }
+    message.push_str(&format!(
+        "You both changed the {}: choose whose value to keep next to each, then save. \
+         Nothing has been saved yet.",
+        merge::in_words(&collided)
+    ));
+    message
 }

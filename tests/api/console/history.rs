@@ -12,7 +12,7 @@ const HISTORY: &str = "/policies/p1/history";
 const ROLLBACK: &str = "/policies/p1/rollback";
 
 /// The text of the history entry of `version`, tags left out.
-fn entry(page: &Page, version: i64) -> String {
+pub(super) fn entry(page: &Page, version: i64) -> String {
     let start = page
         .body
         .find(&format!("id=\"version-{version}\""))

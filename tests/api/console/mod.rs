@@ -24,6 +24,7 @@ mod audit;
 mod audit_export;
 mod chrome;
 mod csrf;
+mod edit_conflicts;
 mod escaping;
 mod forms;
 mod gateway;

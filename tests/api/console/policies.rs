@@ -169,24 +169,28 @@ async fn a_stale_edit_form_does_not_overwrite_someone_elses_change() {
         )
         .await;
     page.assert_status(StatusCode::CONFLICT);
-    assert!(page.has("changed this policy"), "{}", page.body);
-    assert!(page.has("max 50 permits"));
+    assert!(page.has("changed the max permits"), "{}", page.body);
+    assert!(page.has(">Theirs: 50</option>"), "{}", page.body);
     let policy = admin_reads(&app, "/api/v1/policies/orders.create").await;
     assert_eq!(
         (policy["max_permits"].clone(), policy["version"].clone()),
         (json!(50), json!(2))
     );
 
-    // The form kept olga's value and now carries their version: saving again is a
-    // deliberate choice made with their change in view.
+    // The form kept olga's value and now carries their version: her value is saved only
+    // when she chooses it, with their change in view.
     assert_eq!(
         page.field("/policies/orders.create/edit", "max_permits")
             .as_deref(),
         Some("7")
     );
-    olga.submit(&page, "/policies/orders.create/edit", &[])
-        .await
-        .assert_redirect("/apps/shop?done=policy-updated");
+    olga.submit(
+        &page,
+        "/policies/orders.create/edit",
+        &[("keep", "max_permits:yours")],
+    )
+    .await
+    .assert_redirect("/apps/shop?done=policy-updated");
     let policy = admin_reads(&app, "/api/v1/policies/orders.create").await;
     assert_eq!(
         (policy["max_permits"].clone(), policy["version"].clone()),
