@@ -1,11 +1,38 @@
-//! ratekeeper's own limits on sign-in attempts, in Redis: token buckets run by the same
-//! script as any policy's. They are configured on first use and expire once idle long
-//! enough to be full again, so nothing needs cleaning up.
+//! ratekeeper's own limits on sign-in attempts, in Redis: token buckets decided by the
+//! same keyed script as any per-key policy's bucket, with their limits passed in each
+//! call, so that nothing needs configuring first. A bucket expires by itself once idle
+//! long enough to be full again, so nothing needs cleaning up.
 
-use ratekeeper_limiter::{Code, Limiter, LimiterError, scripts};
+use std::sync::LazyLock;
+
+use ratekeeper_limiter::{
+    AcquireOutcome, BucketLimits, Decision, KeyedBucket, Limiter, LimiterError, PolicyConfig,
+};
+
+use crate::domain::{Algorithm, AppSlug, Mode, PolicyName, Scope};
 
 /// The one application allowed on an own bucket.
 const OWN_APP: &str = "ratekeeper";
+
+/// The pseudo-policy whose per-key buckets are ratekeeper's own (no stored policy has
+/// its configuration: it lives here only).
+static OWN_POLICY: LazyLock<PolicyConfig> = LazyLock::new(|| PolicyConfig {
+    name: PolicyName::parse("ratekeeper.own").expect("a valid policy name"),
+    created_ms: 0,
+    version: 1,
+    algorithm: Algorithm::TokenBucket,
+    max_permits: 1,
+    rate: 1.0,
+    window_ms: None,
+    lease_ttl_ms: None,
+    apps: format!(",{OWN_APP},"),
+    enabled: true,
+    scope: Scope::PerKey,
+    mode: Mode::Enforce,
+});
+
+static OWN_SLUG: LazyLock<AppSlug> =
+    LazyLock::new(|| AppSlug::parse(OWN_APP).expect("a valid slug"));
 
 #[derive(Debug, Clone, Copy)]
 pub struct OwnBucket {
@@ -15,6 +42,19 @@ pub struct OwnBucket {
     pub rate: f64,
 }
 
+fn keyed<'a>(name: &'a str, bucket: OwnBucket) -> KeyedBucket<'a> {
+    KeyedBucket {
+        policy: &OWN_POLICY,
+        caller: name,
+        limits: BucketLimits {
+            max_permits: bucket.max_permits,
+            rate: bucket.rate,
+            window_ms: None,
+            lease_ttl_ms: None,
+        },
+    }
+}
+
 /// Takes one permit from own bucket `name`: `None` when granted, else the ms to wait.
 #[tracing::instrument(level = "debug", skip_all)]
 pub async fn take_own_permit(
@@ -22,40 +62,15 @@ pub async fn take_own_permit(
     name: &str,
     bucket: OwnBucket,
 ) -> Result<Option<i64>, LimiterError> {
-    let key = limiter.keys().own_bucket(name);
-    let mut conn = limiter.connection();
-    let mut configure = scripts::SYNC_POLICY.key(&key);
-    configure
-        .arg(1)
-        .arg(1)
-        .arg(bucket.max_permits)
-        .arg(bucket.rate.to_string())
-        .arg(format!(",{OWN_APP},"))
-        .arg("1");
-    limiter
-        .call(configure.invoke_async::<i64>(&mut conn))
+    let one = crate::domain::Permits::parse(1).expect("1 is a permit count");
+    let outcome = limiter
+        .acquire_keyed_unbatched(&keyed(name, bucket), one, &OWN_SLUG)
         .await?;
-
-    let mut take = scripts::TOKEN_BUCKET.key(&key);
-    take.arg(1).arg(OWN_APP);
-    let reply: Vec<i64> = limiter.call(take.invoke_async(&mut conn)).await?;
-
-    // Idle this long, the bucket would be full again: forgetting it changes nothing.
-    let full_after_ms = (bucket.max_permits as f64 * 1000.0 / bucket.rate).ceil() as i64;
-    limiter
-        .call(
-            redis::cmd("PEXPIRE")
-                .arg(&key)
-                .arg(full_after_ms + 1000)
-                .query_async::<i64>(&mut conn),
-        )
-        .await?;
-
-    match reply.as_slice() {
-        [code, _, retry_after_ms, ..] if Code::of(*code) == Some(Code::Denied) => {
-            Ok(Some(*retry_after_ms))
+    match outcome {
+        AcquireOutcome::Decided(d) if d.decision == Decision::Granted => Ok(None),
+        AcquireOutcome::Decided(d) if d.decision == Decision::Denied => {
+            Ok(Some(d.retry_after_ms.max(1)))
         }
-        [code, ..] if Code::of(*code) == Some(Code::Granted) => Ok(None),
         other => Err(LimiterError::Reply(format!("own bucket {name}: {other:?}"))),
     }
 }
@@ -63,13 +78,10 @@ pub async fn take_own_permit(
 /// Forgets own bucket `name` (it starts full next time), e.g. after a good sign-in.
 #[tracing::instrument(level = "debug", skip_all)]
 pub async fn forget_own_bucket(limiter: &Limiter, name: &str) -> Result<(), LimiterError> {
-    let mut conn = limiter.connection();
-    limiter
-        .call(
-            redis::cmd("DEL")
-                .arg(limiter.keys().own_bucket(name))
-                .query_async::<i64>(&mut conn),
-        )
-        .await
-        .map(|_| ())
+    // A bucket's key does not depend on its limits.
+    let any = OwnBucket {
+        max_permits: 1,
+        rate: 1.0,
+    };
+    limiter.reset_keyed(&keyed(name, any)).await.map(|_| ())
 }

@@ -188,3 +188,22 @@ async fn a_guesser_elsewhere_cannot_lock_the_owner_out() {
         .await
         .assert_redirect("/apps");
 }
+
+#[tokio::test]
+async fn every_instance_counts_the_same_sign_in_attempts() {
+    let first = spawn_app(Db::Sqlite).await;
+    first.create_user("olga", None).await;
+    // Another instance on the same database and Redis.
+    let second = spawn_app_with(first.settings.clone()).await;
+    let mut guesser = first.browser();
+    for attempt in 1..=10 {
+        let page = guesser
+            .try_sign_in("olga", &format!("guess {attempt}"))
+            .await;
+        assert_refused(&format!("guess {attempt}"), &page, StatusCode::UNAUTHORIZED);
+    }
+    // The limit is Redis', not each process's: the other instance refuses the eleventh.
+    let mut elsewhere = second.browser();
+    let page = elsewhere.try_sign_in("olga", "guess 11").await;
+    assert_refused("eleventh guess", &page, StatusCode::TOO_MANY_REQUESTS);
+}

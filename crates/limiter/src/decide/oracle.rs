@@ -1,5 +1,6 @@
 //! Acquires decided one at a time by their algorithm's own script, without the batcher:
-//! the server never decides this way (every acquire goes through [`crate::Batcher`]); the
+//! the server's acquire path never decides this way (every acquire goes through
+//! [`crate::Batcher`]; only ratekeeper's own sign-in buckets, which are rare, do); the
 //! tests decide the same acquires both ways and compare, so the batch script is held to
 //! what each single script answers.
 
