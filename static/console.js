@@ -12,29 +12,35 @@
     return node;
   }
 
-  // Stacked bars per minute: granted (green) under denied (red).
-  function chart(activity) {
+  // Stacked bars per minute, as the server draws them (src/console/chart.rs): granted
+  // (green), then denied (red), then would-be denied in shadow mode (amber); each titled
+  // with its minute in UTC, the last one (the minute so far) fainter.
+  function chart(activity, words) {
     var w = 8, gap = 2, h = 28;
     var max = 1;
-    activity.forEach(function (m) { max = Math.max(max, m.granted + m.denied); });
+    activity.forEach(function (m) { max = Math.max(max, m.granted + m.denied + m.shadow_denied); });
     var svg = el('svg', { class: 'chart', width: activity.length * (w + gap), height: h + 1, role: 'img' });
-    var granted = 0, denied = 0;
     activity.forEach(function (m, i) {
-      granted += m.granted; denied += m.denied;
-      var gh = Math.round(m.granted / max * h), dh = Math.round(m.denied / max * h);
       var x = i * (w + gap);
-      var minute = new Date(m.minute * 60000);
-      var label = minute.toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' }) +
-        ': ' + m.granted + ' granted, ' + m.denied + ' denied';
-      var g = el('g', {});
+      var soFar = i === activity.length - 1;
+      var at = new Date(m.minute * 60000).toISOString().slice(11, 16) + ' UTC' + (soFar ? ' (so far)' : '');
+      var label = at + ': ' + m.granted + ' granted, ' + m.denied + ' denied';
+      if (m.shadow_denied > 0) { label += ', ' + m.shadow_denied + ' would have been denied'; }
+      var g = el('g', soFar ? { class: 'so-far' } : {});
       var title = el('title', {}); title.textContent = label; g.appendChild(title);
-      g.appendChild(el('rect', { class: 'g', x: x, y: h - gh, width: w, height: gh }));
-      g.appendChild(el('rect', { class: 'd', x: x, y: h - gh - dh, width: w, height: dh }));
+      var top = h;
+      [['g', m.granted], ['d', m.denied], ['s', m.shadow_denied]].forEach(function (part) {
+        var bar = Math.round(part[1] / max * h);
+        if (bar > 0) {
+          top -= bar;
+          g.appendChild(el('rect', { class: part[0], x: x, y: top, width: w, height: bar }));
+        }
+      });
       svg.appendChild(g);
     });
     svg.appendChild(el('line', { class: 'base', x1: 0, y1: h + 0.5, x2: activity.length * (w + gap), y2: h + 0.5 }));
-    svg.setAttribute('aria-label', 'Last ' + activity.length + ' minutes: ' + granted + ' granted, ' + denied + ' denied');
-    return { svg: svg, text: granted + ' granted, ' + denied + ' denied' };
+    svg.setAttribute('aria-label', 'Last ' + activity.length + ' minutes: ' + words);
+    return svg;
   }
 
   function setText(row, col, text) {
@@ -71,11 +77,14 @@
       }
       var cell = row.querySelector('[data-col="activity"]');
       if (cell) {
-        var c = chart(p.activity);
+        var recent = document.createElement('span');
+        recent.className = 'badge ' + p.recent_class;
+        recent.setAttribute('data-col', 'recent-badge');
+        recent.textContent = p.recent_badge;
         var text = document.createElement('span');
         text.className = 'activity-text';
-        text.textContent = c.text;
-        cell.replaceChildren(c.svg, text);
+        text.textContent = p.recent;
+        cell.replaceChildren(recent, document.createTextNode(' '), chart(p.activity, p.recent), text);
       }
     }
     function refresh() {

@@ -9,7 +9,7 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 use crate::snapshot::Snapshot;
-use ratekeeper_limiter::{Limiter, PolicyFlush, TopBatch};
+use ratekeeper_limiter::{AppFlush, Limiter, PolicyFlush, TopBatch};
 
 use super::{Taken, TallyRegistry};
 
@@ -25,17 +25,24 @@ pub fn unix_minute_now() -> i64 {
 
 /// The counts of `taken` summed per owning application (`snapshot` knows the owners; a
 /// policy deleted meanwhile counts for none). A shadow policy's would-be denials were
-/// granted: they count as grants of the application, which denied no one.
-fn per_app(taken: &[Taken], snapshot: &Snapshot) -> Vec<(String, u64, u64)> {
-    let mut apps: HashMap<String, (u64, u64)> = HashMap::new();
+/// granted: they count as grants of the application, which denied no one, and apart.
+fn per_app(taken: &[Taken], snapshot: &Snapshot) -> Vec<AppFlush> {
+    let mut apps: HashMap<String, AppFlush> = HashMap::new();
     for t in taken {
         if let Some(entry) = snapshot.policy(&t.policy) {
-            let sums = apps.entry(entry.owner_app.to_string()).or_default();
-            sums.0 += t.counts.granted + t.counts.shadow_denied;
-            sums.1 += t.counts.denied;
+            let app = entry.owner_app.to_string();
+            let sums = apps.entry(app.clone()).or_insert_with(|| AppFlush {
+                app,
+                granted: 0,
+                denied: 0,
+                shadow_denied: 0,
+            });
+            sums.granted += t.counts.granted + t.counts.shadow_denied;
+            sums.denied += t.counts.denied;
+            sums.shadow_denied += t.counts.shadow_denied;
         }
     }
-    apps.into_iter().map(|(app, (g, d))| (app, g, d)).collect()
+    apps.into_values().collect()
 }
 
 /// Adds the counts and the top callers to Redis every [`FLUSH_EVERY`] until `shutdown`,

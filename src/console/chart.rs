@@ -106,46 +106,50 @@ fn bars(label: &str, points: &[MinuteCounts], peak: u64) -> String {
 }
 
 /// A table cell's chart of the last minutes, drawn as `static/console.js` draws it on a
-/// refresh (so the first paint needs no request of its own): bars 8 px wide, 28 high.
+/// refresh (so the first paint needs no request of its own): bars 8 px wide, 28 high,
+/// granted below, then denied, then would-be denied; each bar titled with its minute in
+/// UTC, the last one (the minute so far) drawn fainter.
 pub fn sparkline(points: &[MinuteCounts]) -> String {
     const W: u64 = 8;
     const GAP: u64 = 2;
     const H: u64 = 28;
     let peak = points
         .iter()
-        .map(|p| p.granted + p.denied)
+        .map(|p| p.granted + p.denied + p.shadow_denied)
         .max()
         .unwrap_or(0)
         .max(1);
     let width = points.len() as u64 * (W + GAP);
-    let (granted, denied) = points
-        .iter()
-        .fold((0, 0), |(g, d), p| (g + p.granted, d + p.denied));
+    let recent = super::recent::Recent::of(points);
     let mut svg = String::new();
     let _ = write!(
         svg,
-        r#"<svg class="chart" width="{width}" height="{}" role="img" aria-label="Last {} minutes: {granted} granted, {denied} denied">"#,
+        r#"<svg class="chart" width="{width}" height="{}" role="img" aria-label="Last {} minutes: {}">"#,
         H + 1,
-        points.len()
+        points.len(),
+        recent.words()
     );
     for (i, p) in points.iter().enumerate() {
-        let gh = (p.granted * H + peak / 2) / peak;
-        let dh = (p.denied * H + peak / 2) / peak;
         let x = i as u64 * (W + GAP);
-        if gh > 0 {
-            let _ = write!(
-                svg,
-                r#"<rect class="g" x="{x}" y="{}" width="{W}" height="{gh}"/>"#,
-                H - gh
-            );
+        let so_far = i + 1 == points.len();
+        let _ = write!(
+            svg,
+            r#"<g{}><title>{}</title>"#,
+            if so_far { r#" class="so-far""# } else { "" },
+            minute_title(p, so_far)
+        );
+        let mut top = H;
+        for (class, n) in [("g", p.granted), ("d", p.denied), ("s", p.shadow_denied)] {
+            let h = (n * H + peak / 2) / peak;
+            if h > 0 {
+                top = top.saturating_sub(h);
+                let _ = write!(
+                    svg,
+                    r#"<rect class="{class}" x="{x}" y="{top}" width="{W}" height="{h}"/>"#
+                );
+            }
         }
-        if dh > 0 {
-            let _ = write!(
-                svg,
-                r#"<rect class="d" x="{x}" y="{}" width="{W}" height="{dh}"/>"#,
-                H.saturating_sub(gh + dh)
-            );
-        }
+        svg.push_str("</g>");
     }
     let _ = write!(
         svg,
@@ -153,6 +157,18 @@ pub fn sparkline(points: &[MinuteCounts]) -> String {
         H
     );
     svg
+}
+
+/// A bar's title: "21:10 UTC: 3 granted, 1 denied", "(so far)" for the unfinished minute.
+fn minute_title(p: &MinuteCounts, so_far: bool) -> String {
+    let at = chrono::DateTime::from_timestamp(p.minute * 60, 0)
+        .map_or_else(String::new, |t| t.format("%H:%M UTC").to_string());
+    let counts = super::recent::Recent::of(std::slice::from_ref(p)).words();
+    if so_far {
+        format!("{at} (so far): {counts}")
+    } else {
+        format!("{at}: {counts}")
+    }
 }
 
 #[cfg(test)]
@@ -217,6 +233,24 @@ mod tests {
         );
         // Nothing drawn for an empty minute.
         assert_eq!(chart.svg.matches("<rect").count(), 3);
+    }
+
+    #[test]
+    fn a_sparkline_titles_each_minute_in_utc_and_marks_the_one_so_far() {
+        let mut points = [point(3, 1), point(2, 0)];
+        points[0].minute = 28_998_720 + 70; // 01:10 UTC
+        points[1].minute = 28_998_720 + 71;
+        points[1].shadow_denied = 2;
+        let svg = sparkline(&points);
+        assert!(
+            svg.contains("<title>01:10 UTC: 3 granted, 1 denied (25%)</title>"),
+            "{svg}"
+        );
+        assert!(
+            svg.contains(r#"<g class="so-far"><title>01:11 UTC (so far): 2 granted, 0 denied, 2 would have been denied</title>"#),
+            "{svg}"
+        );
+        assert!(svg.contains(r#"class="s" x="10""#), "{svg}");
     }
 
     #[test]

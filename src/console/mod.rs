@@ -19,6 +19,7 @@ mod navigation;
 mod page;
 mod policies;
 mod policy_files;
+mod recent;
 mod respond;
 mod routes;
 mod session;

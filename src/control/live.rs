@@ -154,11 +154,11 @@ impl Control {
 }
 
 impl Control {
-    /// Each application's granted and denied acquires over the last
+    /// Each application's granted, denied and would-be denied acquires over the last
     /// [`ACTIVITY_MINUTES`], for applications the caller has already been allowed to see:
     /// one round trip. `None` when Redis cannot be reached (the page says so).
     #[tracing::instrument(level = "debug", skip_all, fields(apps = slugs.len()))]
-    pub async fn apps_activity(&self, slugs: &[&str]) -> Option<Vec<(u64, u64)>> {
+    pub async fn apps_activity(&self, slugs: &[&str]) -> Option<Vec<MinuteCounts>> {
         match self
             .limiter
             .apps_recent_usage(slugs, unix_minute_now(), ACTIVITY_MINUTES)

@@ -16,7 +16,9 @@ pub mod views;
 mod policy_config;
 
 pub use client::{KeySpace, Limiter, LimiterError, RedisConn, StateKey, functions, scripts};
-pub use counts::{CallerCount, MinuteCounts, PolicyFlush, TopBatch, TopByOutcome, UsageSpan};
+pub use counts::{
+    AppFlush, CallerCount, MinuteCounts, PolicyFlush, TopBatch, TopByOutcome, UsageSpan,
+};
 pub use decide::reply::Code;
 pub use decide::{
     AcquireCall, AcquireOutcome, AllAsk, AllTarget, BatchFigures, Batcher, BucketLimits, Decided,

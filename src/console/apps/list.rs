@@ -9,6 +9,7 @@ use serde::Deserialize;
 use crate::console::error::ConsoleError;
 use crate::console::forms::FormErrors;
 use crate::console::page::{Chrome, Notice};
+use crate::console::recent::Recent;
 use crate::console::respond::{render, render_status, see_other};
 use crate::console::session::SignedIn;
 use crate::control::{AppInput, AppView, ControlError};
@@ -19,9 +20,9 @@ use crate::state::AppState;
 struct AppsPage {
     chrome: Chrome,
     apps: Vec<AppView>,
-    /// Per application (same order): granted and denied over the last minutes; `None`
-    /// when Redis cannot be reached.
-    activity: Option<Vec<(u64, u64)>>,
+    /// Per application (same order): its counts over the last minutes; `None` when
+    /// Redis cannot be reached.
+    activity: Option<Vec<Recent>>,
     can_create: bool,
     /// Whether the user may change some application's policies (and so apply a file).
     can_apply: bool,
@@ -31,14 +32,10 @@ struct AppsPage {
 
 impl AppsPage {
     /// The activity of the `i`-th application: (badge class, badge words, counts in words).
-    fn activity_of(&self, i: &usize) -> Option<(&'static str, &'static str, String)> {
-        let (granted, denied) = *self.activity.as_ref()?.get(*i)?;
-        let (class, words) = if denied > 0 {
-            ("at-limit", "Denying")
-        } else {
-            ("ok", "No denials")
-        };
-        Some((class, words, format!("{granted} granted, {denied} denied")))
+    fn activity_of(&self, i: &usize) -> Option<(&'static str, String, String)> {
+        let recent = self.activity.as_ref()?.get(*i)?;
+        let badge = recent.badge();
+        Some((badge.class, badge.text, recent.words()))
     }
 }
 
@@ -61,7 +58,12 @@ pub async fn list(
 ) -> Result<HttpResponse, ConsoleError> {
     let apps = state.control.list_apps(&signed_in.actor).await?;
     let slugs: Vec<&str> = apps.iter().map(|a| a.slug.as_str()).collect();
-    let activity = state.control.apps_activity(&slugs).await;
+    let activity = state.control.apps_activity(&slugs).await.map(|counts| {
+        counts
+            .iter()
+            .map(|c| Recent::of(std::slice::from_ref(c)))
+            .collect()
+    });
     let actor = &signed_in.actor;
     let can_apply = actor.is_admin || !state.control.editable_apps(actor).await?.is_empty();
     render(&AppsPage {

@@ -15,7 +15,7 @@ use crate::console::respond::{render, render_status};
 use crate::console::session::SignedIn;
 use crate::control::{AppDetail, CreatedKey, PolicyView};
 
-use super::policy_table::{PolicyRow, TableQuery, TableView, changed};
+use super::policy_table::{PAGE_SIZE, PolicyRow, StatusCounts, TableQuery, TableView, changed};
 use crate::state::AppState;
 use crate::store::now_ms;
 
@@ -79,6 +79,9 @@ pub struct AppPage {
     pub total: usize,
     pub matching: usize,
     pub pages: usize,
+    /// How many of the policies that pass the name filter deny, would deny or are at
+    /// their limit (when the table read them all).
+    pub status_counts: Option<StatusCounts>,
     /// Policies of other applications that allow this one.
     pub limits_on_app: Vec<LimitOnApp>,
     pub keys: Vec<KeyRow>,
@@ -115,7 +118,12 @@ impl AppPage {
         let app = state.control.get_app(actor, slug).await?;
         let policies = state.control.list_policies(actor, Some(slug)).await?;
         let limits_on_app = state.control.limits_on_app(actor, slug).await?;
-        let (rows, matching, pages) = table_rows(state, &table, &policies).await;
+        let TableRows {
+            rows,
+            matching,
+            pages,
+            counts,
+        } = table_rows(state, &table, &policies).await;
         let now = now_ms();
         let keys = app
             .keys
@@ -146,6 +154,7 @@ impl AppPage {
             total: policies.len(),
             matching,
             pages,
+            status_counts: counts,
             limits_on_app: limits_on_app.iter().map(LimitOnApp::from).collect(),
             keys,
             app,
@@ -174,15 +183,11 @@ pub async fn with_errors(
 }
 
 /// The rows on screen with their live state (one Redis call: for the page when sorted
-/// by name, for every filtered policy when sorted by state), the number of policies
-/// that pass the filter, and the number of pages.
-async fn table_rows(
-    state: &AppState,
-    table: &TableView,
-    policies: &[PolicyView],
-) -> (Vec<PolicyRow>, usize, usize) {
+/// by name, for every filtered policy when sorted or filtered by state, which also
+/// counts them by status), the number of policies that pass the filters, and the number
+/// of pages.
+async fn table_rows(state: &AppState, table: &TableView, policies: &[PolicyView]) -> TableRows {
     let filtered = table.filtered(policies);
-    let matching = filtered.len();
     let read: Vec<PolicyView> = if table.sorts_by_state() {
         filtered.iter().map(|p| (*p).clone()).collect()
     } else {
@@ -193,15 +198,33 @@ async fn table_rows(
         .iter()
         .map(|p| PolicyRow::new(p, live.iter().find(|l| l.name == p.name)))
         .collect();
-    let (rows, pages) = if table.sorts_by_state() {
-        table.page_of(rows)
-    } else {
-        (
+    if table.sorts_by_state() {
+        let counts = StatusCounts::of(&rows);
+        let matching = rows.iter().filter(|r| table.status.keeps(r)).count();
+        let (rows, pages) = table.page_of(rows);
+        TableRows {
             rows,
-            matching.div_ceil(super::policy_table::PAGE_SIZE).max(1),
-        )
-    };
-    (rows, matching, pages)
+            matching,
+            pages,
+            counts: Some(counts),
+        }
+    } else {
+        TableRows {
+            rows,
+            matching: filtered.len(),
+            pages: filtered.len().div_ceil(PAGE_SIZE).max(1),
+            counts: None,
+        }
+    }
+}
+
+/// The table's rows on screen and what the page says about the rest.
+struct TableRows {
+    rows: Vec<PolicyRow>,
+    matching: usize,
+    pages: usize,
+    /// Of every policy that passes the name filter, when their state was read.
+    counts: Option<StatusCounts>,
 }
 
 #[derive(Debug, Default, serde::Deserialize)]
@@ -242,7 +265,7 @@ pub async fn live(
         .control
         .list_policies(&signed_in.actor, Some(&slug))
         .await?;
-    let (rows, _, _) = table_rows(&state, &table, &policies).await;
+    let rows = table_rows(&state, &table, &policies).await.rows;
     let digests: Vec<&str> = rows.iter().map(|r| r.live.digest.as_str()).collect();
     Ok(HttpResponse::Ok()
         .insert_header(CacheControl(vec![CacheDirective::NoStore]))

@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::console::error::ConsoleError;
 use crate::console::format::{friendly_name, number, policy_href, readable_limit};
+use crate::console::recent::Recent;
 use crate::control::{LivePolicy, PolicyView};
 use crate::domain::Scope;
 use ratekeeper_limiter::MinuteCounts;
@@ -23,10 +24,15 @@ pub struct TableQuery {
     /// Keep rows whose name contains this (case-insensitive).
     #[serde(default)]
     pub q: String,
-    /// `name` (default), `status` (closest to the limit first) or `denied` (most denied
-    /// in the last 10 minutes first).
+    /// `attention` (default: the largest share denied, then would-be denied, first),
+    /// `name`, `status` (closest to the limit first) or `denied` (most denied in the last
+    /// 10 minutes first).
     #[serde(default)]
     pub sort: String,
+    /// `all` (default), `denying`, `would-deny`, `attention` (either, or at its limit) or
+    /// `quiet` (no traffic).
+    #[serde(default)]
+    pub status: String,
     /// 1-based; a string so a bad value gets a message of ours.
     #[serde(default)]
     pub page: String,
@@ -38,13 +44,15 @@ pub struct TableQuery {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Sort {
+    Attention,
     Name,
     Status,
     Denied,
 }
 
 impl Sort {
-    pub const ALL: [(Sort, &'static str, &'static str); 3] = [
+    pub const ALL: [(Sort, &'static str, &'static str); 4] = [
+        (Sort::Attention, "attention", "Needs attention"),
         (Sort::Name, "name", "Name"),
         (Sort::Status, "status", "Closest to the limit"),
         (Sort::Denied, "denied", "Most denied"),
@@ -54,7 +62,73 @@ impl Sort {
         Self::ALL
             .iter()
             .find(|(s, _, _)| *s == self)
-            .map_or("name", |(_, v, _)| v)
+            .map_or("attention", |(_, v, _)| v)
+    }
+}
+
+/// Which rows the table shows, by how they did over the last minutes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StatusFilter {
+    All,
+    Denying,
+    WouldDeny,
+    Attention,
+    Quiet,
+}
+
+impl StatusFilter {
+    pub const ALL: [(StatusFilter, &'static str, &'static str); 5] = [
+        (StatusFilter::All, "all", "Any"),
+        (StatusFilter::Denying, "denying", "Denying"),
+        (StatusFilter::WouldDeny, "would-deny", "Would deny (shadow)"),
+        (
+            StatusFilter::Attention,
+            "attention",
+            "Denying, would deny or at its limit",
+        ),
+        (StatusFilter::Quiet, "quiet", "No traffic"),
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        Self::ALL
+            .iter()
+            .find(|(s, _, _)| *s == self)
+            .map_or("all", |(_, v, _)| v)
+    }
+
+    /// Whether a row passes.
+    pub fn keeps(self, row: &PolicyRow) -> bool {
+        match self {
+            StatusFilter::All => true,
+            StatusFilter::Denying => row.recent.is_denying(),
+            StatusFilter::WouldDeny => row.recent.would_deny(),
+            StatusFilter::Attention => {
+                row.recent.is_denying() || row.recent.would_deny() || row.at_limit()
+            }
+            StatusFilter::Quiet => row.recent.is_idle(),
+        }
+    }
+}
+
+/// How many of the filtered policies deny, would deny, or are at their limit now: the
+/// line above the table ("4 of 200 denying").
+#[derive(Debug, Clone, Copy, Default)]
+pub struct StatusCounts {
+    /// The policies counted.
+    pub counted: usize,
+    pub denying: usize,
+    pub would_deny: usize,
+    pub at_limit: usize,
+}
+
+impl StatusCounts {
+    pub fn of(rows: &[PolicyRow]) -> Self {
+        rows.iter().fold(Self::default(), |c, r| Self {
+            counted: c.counted + 1,
+            denying: c.denying + usize::from(r.recent.is_denying()),
+            would_deny: c.would_deny + usize::from(r.recent.would_deny()),
+            at_limit: c.at_limit + usize::from(r.at_limit()),
+        })
     }
 }
 
@@ -63,29 +137,44 @@ impl Sort {
 pub struct TableView {
     pub filter: String,
     pub sort: Sort,
+    pub status: StatusFilter,
     pub page: usize,
 }
 
 impl TableView {
-    /// No filter, by name, the first page.
+    /// No filter, what needs attention first, the first page.
     pub fn first_page() -> Self {
         Self {
             filter: String::new(),
-            sort: Sort::Name,
+            sort: Sort::Attention,
+            status: StatusFilter::All,
             page: 1,
         }
     }
 
     pub fn parse(query: &TableQuery) -> Result<Self, ConsoleError> {
         let sort = match query.sort.as_str() {
-            "" => Sort::Name,
+            "" => Sort::Attention,
             s => Sort::ALL
                 .iter()
                 .find(|(_, value, _)| *value == s)
                 .map(|(sort, _, _)| *sort)
                 .ok_or_else(|| {
                     ConsoleError::BadRequest(
-                        "sort must be one of name, status or denied".to_owned(),
+                        "sort must be one of attention, name, status or denied".to_owned(),
+                    )
+                })?,
+        };
+        let status = match query.status.as_str() {
+            "" => StatusFilter::All,
+            s => StatusFilter::ALL
+                .iter()
+                .find(|(_, value, _)| *value == s)
+                .map(|(status, _, _)| *status)
+                .ok_or_else(|| {
+                    ConsoleError::BadRequest(
+                        "status must be one of all, denying, would-deny, attention or quiet"
+                            .to_owned(),
                     )
                 })?,
         };
@@ -103,6 +192,7 @@ impl TableView {
         Ok(Self {
             filter: query.q.trim().to_owned(),
             sort,
+            status,
             page,
         })
     }
@@ -116,21 +206,29 @@ impl TableView {
             .collect()
     }
 
-    /// Whether the order needs every filtered policy's live state.
+    /// Whether the order or the status filter needs every filtered policy's live state
+    /// (one Redis call either way).
     pub fn sorts_by_state(&self) -> bool {
-        self.sort != Sort::Name
+        self.sort != Sort::Name || self.status != StatusFilter::All
     }
 
-    /// The rows on this page, sorted; `pages` is the number of pages (at least 1).
+    /// The rows on this page, kept by the status filter and sorted (by name where they
+    /// tie); `pages` is the number of pages (at least 1).
     pub fn page_of(&self, mut rows: Vec<PolicyRow>) -> (Vec<PolicyRow>, usize) {
+        rows.retain(|r| self.status.keeps(r));
         match self.sort {
             Sort::Name => {}
+            Sort::Attention => {
+                rows.sort_by_key(|r| std::cmp::Reverse((r.recent.attention(), r.at_limit())))
+            }
             Sort::Status => rows.sort_by(|a, b| {
                 a.fullness
                     .total_cmp(&b.fullness)
-                    .then_with(|| b.denied.cmp(&a.denied))
+                    .then_with(|| b.recent.denied.cmp(&a.recent.denied))
             }),
-            Sort::Denied => rows.sort_by_key(|r| std::cmp::Reverse(r.denied)),
+            Sort::Denied => {
+                rows.sort_by_key(|r| std::cmp::Reverse((r.recent.denied, r.recent.shadow_denied)))
+            }
         }
         let pages = rows.len().div_ceil(PAGE_SIZE).max(1);
         let shown = rows
@@ -156,8 +254,11 @@ impl TableView {
     /// This table's query string with another page (for the pager's links).
     pub fn href_for_page(&self, page: usize) -> String {
         let mut query = vec![format!("page={page}")];
-        if self.sort != Sort::Name {
+        if self.sort != Sort::Attention {
             query.push(format!("sort={}", self.sort.as_str()));
+        }
+        if self.status != StatusFilter::All {
+            query.push(format!("status={}", self.status.as_str()));
         }
         if !self.filter.is_empty() {
             query.push(format!(
@@ -190,8 +291,8 @@ pub struct PolicyRow {
     /// Permits available over capacity (0 = at its limit); 2 when unknown, so those sort
     /// last.
     pub fullness: f64,
-    /// Denied over the last minutes.
-    pub denied: u64,
+    /// Counts over the last minutes.
+    pub recent: Recent,
 }
 
 /// What a live refresh may change in a row.
@@ -204,8 +305,11 @@ pub struct LiveCells {
     /// "at-limit", "near-limit", "ok", "keyed" or "unknown".
     pub status: &'static str,
     pub status_text: &'static str,
-    /// "3 granted, 1 denied".
+    /// "3 granted, 1 denied (25%)", with would-be denials when there are some.
     pub recent: String,
+    /// The badge of the last minutes: its class ("denying", "would-deny", ...) and words.
+    pub recent_class: &'static str,
+    pub recent_badge: String,
     pub activity: Vec<MinuteCounts>,
     /// A digest of the above: the page's script sends it back as `seen`.
     pub digest: String,
@@ -215,9 +319,8 @@ impl PolicyRow {
     pub fn new(policy: &PolicyView, live: Option<&LivePolicy>) -> Self {
         let state = live.and_then(|l| l.state.as_ref());
         let activity = live.map(|l| l.activity.clone()).unwrap_or_default();
-        let (granted, denied) = activity
-            .iter()
-            .fold((0, 0), |(g, d), m| (g + m.granted, d + m.denied));
+        let recent = Recent::of(&activity);
+        let denied = recent.denied;
         let (status, status_text, fullness) = match (state, policy.scope.is_keyed()) {
             (Some(s), _) => {
                 let (class, text) =
@@ -235,7 +338,9 @@ impl PolicyRow {
             full_in: live.and_then(|l| l.full_in_ms).map(full_in_text),
             status,
             status_text,
-            recent: format!("{granted} granted, {denied} denied"),
+            recent: recent.words(),
+            recent_class: recent.badge().class,
+            recent_badge: recent.badge().text,
             activity,
             digest: String::new(),
         };
@@ -259,8 +364,13 @@ impl PolicyRow {
             version: policy.version,
             live,
             fullness,
-            denied,
+            recent,
         }
+    }
+
+    /// Whether its one bucket is at its limit now (a keyed policy has none).
+    pub fn at_limit(&self) -> bool {
+        self.live.status == "at-limit" && self.live.max_permits.is_some()
     }
 
     pub fn current_text(&self) -> &str {
@@ -290,7 +400,7 @@ fn digest(cells: &LiveCells) -> String {
         .hash(&mut h);
     // The counts only: an idle row's chart is the same from one minute to the next.
     for m in &cells.activity {
-        (m.granted, m.denied).hash(&mut h);
+        (m.granted, m.denied, m.shadow_denied).hash(&mut h);
     }
     format!("{:08x}", h.finish() as u32)
 }

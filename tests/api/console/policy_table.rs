@@ -57,7 +57,14 @@ async fn many_policies_are_paged_filtered_and_sorted() {
     assert!(sorted.has("<span class=\"badge at-limit\">At its limit</span>"));
 
     for (query, message) in [
-        ("sort=size", "sort must be one of name, status or denied"),
+        (
+            "sort=size",
+            "sort must be one of attention, name, status or denied",
+        ),
+        (
+            "status=loud",
+            "status must be one of all, denying, would-deny, attention or quiet",
+        ),
         ("page=abc", "page must be a whole number from 1"),
         ("page=0", "page must be a whole number from 1"),
     ] {

@@ -39,8 +39,8 @@ async fn the_page_shows_fullness_and_usage_over_three_spans() {
     );
     // The applications list says which application is denying, from the same counts
     // summed per application (written by the same flush, right after).
-    let denying = "<span class=\"badge at-limit\">Denying</span> \
-                   <small class=\"muted\">last 10 min: 3 granted, 2 denied</small>";
+    let denying = "<span class=\"badge denying\">Denying 40%</span> \
+                   <small class=\"muted\">last 10 min: 3 granted, 2 denied (40%)</small>";
     let listed = eventually(Duration::from_secs(10), || {
         let mut admin = admin.clone();
         async move { admin.get("/apps").await.has(denying) }

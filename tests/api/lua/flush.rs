@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use ratekeeper_limiter::{Limiter, PolicyFlush, TopBatch};
+use ratekeeper_limiter::{AppFlush, Limiter, MinuteCounts, PolicyFlush, TopBatch};
 
 use crate::helpers::{LocalCluster, redis_url, test_prefix};
 
@@ -40,6 +40,15 @@ async fn delete_keys(conn: &mut redis::aio::MultiplexedConnection, prefix: &str)
     let _: () = redis::cmd("DEL").arg(keys).query_async(conn).await.unwrap();
 }
 
+fn app_flush(app: &str, granted: u64, denied: u64, shadow_denied: u64) -> AppFlush {
+    AppFlush {
+        app: app.to_owned(),
+        granted,
+        denied,
+        shadow_denied,
+    }
+}
+
 #[tokio::test]
 async fn a_flush_adds_counts_and_callers_and_sets_each_expiry_once() {
     let prefix = test_prefix("flush");
@@ -63,7 +72,7 @@ async fn a_flush_adds_counts_and_callers_and_sets_each_expiry_once() {
             shadow_denied: &shadow,
         },
     };
-    let apps = [("shop".to_owned(), 14, 2)];
+    let apps = [app_flush("shop", 14, 2, 4)];
     limiter
         .add_flush(MINUTE, std::slice::from_ref(&flush), &apps)
         .await
@@ -81,6 +90,17 @@ async fn a_flush_adds_counts_and_callers_and_sets_each_expiry_once() {
     assert_eq!(u32s(&mut conn, &hours, hour_slot, 2).await, [10, 2]);
     assert_eq!(u32s(&mut conn, &shadow_minutes, slot / 2, 1).await, [4]);
     assert_eq!(u32s(&mut conn, &app_minutes, slot, 2).await, [14, 2]);
+    // The application's would-be denials, apart (and read back out of its grants).
+    let app_shadow = format!("{prefix}:activity:app:{{shop}}:sm:{hour}");
+    assert_eq!(u32s(&mut conn, &app_shadow, slot / 2, 1).await, [4]);
+    let usage = limiter
+        .apps_recent_usage(&["shop"], MINUTE, 10)
+        .await
+        .unwrap();
+    assert_eq!(
+        (usage[0].granted, usage[0].denied, usage[0].shadow_denied),
+        (10, 2, 4)
+    );
     let kept: i64 = redis::cmd("ZCARD")
         .arg(&top_granted)
         .query_async(&mut conn)
@@ -100,6 +120,7 @@ async fn a_flush_adds_counts_and_callers_and_sets_each_expiry_once() {
         &shadow_minutes,
         &top_granted,
         &app_minutes,
+        &app_shadow,
     ] {
         assert!(pttl(&mut conn, key).await > 0, "{key} has an expiry");
     }
@@ -226,7 +247,7 @@ async fn on_a_cluster_each_policy_is_written_in_its_own_slot() {
             },
         })
         .collect();
-    let apps = [("shop".to_owned(), 30, 0), ("billing".to_owned(), 6, 0)];
+    let apps = [app_flush("shop", 30, 0, 0), app_flush("billing", 6, 0, 1)];
     limiter.add_flush(MINUTE, &flushes, &apps).await.unwrap();
     for name in &names {
         let top = limiter.top(name, MINUTE, 1, 5).await.unwrap();
@@ -238,5 +259,9 @@ async fn on_a_cluster_each_policy_is_written_in_its_own_slot() {
         .apps_recent_usage(&["shop", "billing"], MINUTE, 1)
         .await
         .unwrap();
-    assert_eq!(usage, [(30, 0), (6, 0)]);
+    let read: Vec<(u64, u64, u64)> = usage
+        .iter()
+        .map(|u: &MinuteCounts| (u.granted, u.denied, u.shadow_denied))
+        .collect();
+    assert_eq!(read, [(30, 0, 0), (5, 0, 1)]);
 }

@@ -112,6 +112,13 @@ impl KeySpace {
         format!("{}:activity:app:{{{app}}}:m:{hour}", self.prefix)
     }
 
+    /// The would-be denials of an application's shadow policies per minute of one Unix
+    /// hour (one u32 a minute; they are also in its granted counts, as they were granted),
+    /// written only for applications that had some.
+    pub fn usage_app_shadow_minutes(&self, app: &str, hour: i64) -> String {
+        format!("{}:activity:app:{{{app}}}:sm:{hour}", self.prefix)
+    }
+
     /// The same per hour of one Unix day.
     pub fn usage_hours(&self, policy: &str, day: i64) -> String {
         format!("{}:activity:{{{policy}}}:h:{day}", self.prefix)
@@ -138,12 +145,6 @@ impl KeySpace {
     /// The pub/sub channel on which instances announce changes to each other.
     pub fn changes_channel(&self) -> String {
         format!("{}:changes", self.prefix)
-    }
-
-    /// A bucket of ratekeeper's own, such as sign-in attempts per user: outside the
-    /// policy pattern, so the orphan sweep never takes it for a deleted policy.
-    pub fn own_bucket(&self, name: &str) -> String {
-        format!("{}:own:{{{}}}", self.prefix, name)
     }
 
     /// The pattern that matches every policy key of this deployment, for SCAN.

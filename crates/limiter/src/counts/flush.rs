@@ -14,6 +14,17 @@ use super::usage::{KEEP_HOURS_MS, KEEP_MINUTES_MS, add_counts};
 /// round) shared by many, while no call holds Redis long (some 10 µs a policy).
 const POLICIES_PER_CALL: usize = 32;
 
+/// One instance's decisions on the policies of one application over a flush.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AppFlush {
+    pub app: String,
+    /// Every grant, shadow mode's would-be denials included (they were granted).
+    pub granted: u64,
+    pub denied: u64,
+    /// Of `granted`, those a shadow policy would have denied.
+    pub shadow_denied: u64,
+}
+
 /// One instance's decisions on one policy over a flush: its counts and its top callers.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PolicyFlush<'a> {
@@ -34,7 +45,7 @@ impl Limiter {
         &self,
         minute: i64,
         policies: &[PolicyFlush<'_>],
-        apps: &[(String, u64, u64)],
+        apps: &[AppFlush],
     ) -> Result<(), LimiterError> {
         if self.conn.is_cluster() {
             // A pipeline stays in one slot: one per policy, and one per application (whose
@@ -58,7 +69,7 @@ impl Limiter {
         &self,
         minute: i64,
         policies: &[PolicyFlush<'_>],
-        apps: &[(String, u64, u64)],
+        apps: &[AppFlush],
     ) -> Result<(), LimiterError> {
         if policies.is_empty() && apps.is_empty() {
             return Ok(());
@@ -73,14 +84,23 @@ impl Limiter {
             pipe.invoke_script(&self.flush_invocation(minute, hour, day, some))
                 .ignore();
         }
-        for (app, granted, denied) in apps {
+        for app in apps {
             add_counts(
                 &mut pipe,
-                &self.keys.usage_app_minutes(app, hour),
+                &self.keys.usage_app_minutes(&app.app, hour),
                 minute_slot,
-                &[saturated(*granted), saturated(*denied)],
+                &[saturated(app.granted), saturated(app.denied)],
                 KEEP_MINUTES_MS,
             );
+            if app.shadow_denied > 0 {
+                add_counts(
+                    &mut pipe,
+                    &self.keys.usage_app_shadow_minutes(&app.app, hour),
+                    minute.rem_euclid(60),
+                    &[saturated(app.shadow_denied)],
+                    KEEP_MINUTES_MS,
+                );
+            }
         }
         let mut conn = self.conn.clone();
         self.timed(pipe.query_async::<()>(&mut conn)).await

@@ -5,6 +5,6 @@ pub(crate) mod flush;
 pub(crate) mod top_keys;
 pub(crate) mod usage;
 
-pub use flush::PolicyFlush;
+pub use flush::{AppFlush, PolicyFlush};
 pub use top_keys::{CallerCount, TopBatch, TopByOutcome};
 pub use usage::{MinuteCounts, UsageSpan};

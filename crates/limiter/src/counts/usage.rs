@@ -161,16 +161,17 @@ pub(crate) fn add_counts(
 }
 
 impl Limiter {
-    /// Each application's granted and denied acquires (of its own policies) over the
-    /// `minutes` minutes (1 to 60) up to `now_minute`: one pipeline of two reads each (on a
-    /// cluster, one per application, whose keys carry its own tag).
+    /// Each application's acquires (of its own policies) over the `minutes` minutes (1 to
+    /// 60) up to `now_minute`, summed (`minute` is the first one's): granted, denied, and
+    /// would-be denied by shadow policies (not in `granted`). One pipeline of up to four
+    /// reads each (on a cluster, one per application, whose keys carry its own tag).
     #[tracing::instrument(level = "debug", skip_all, fields(apps = apps.len()))]
     pub async fn apps_recent_usage(
         &self,
         apps: &[&str],
         now_minute: i64,
         minutes: i64,
-    ) -> Result<Vec<(u64, u64)>, LimiterError> {
+    ) -> Result<Vec<MinuteCounts>, LimiterError> {
         if apps.is_empty() {
             return Ok(Vec::new());
         }
@@ -178,7 +179,7 @@ impl Limiter {
             let each = apps
                 .iter()
                 .map(|app| self.read_apps_usage(std::slice::from_ref(app), now_minute, minutes));
-            let read: Result<Vec<Vec<(u64, u64)>>, LimiterError> =
+            let read: Result<Vec<Vec<MinuteCounts>>, LimiterError> =
                 futures_util::future::join_all(each)
                     .await
                     .into_iter()
@@ -193,7 +194,7 @@ impl Limiter {
         apps: &[&str],
         now_minute: i64,
         minutes: i64,
-    ) -> Result<Vec<(u64, u64)>, LimiterError> {
+    ) -> Result<Vec<MinuteCounts>, LimiterError> {
         let minutes = minutes.clamp(1, 60);
         let first = now_minute - minutes + 1;
         let hour = now_minute.div_euclid(60);
@@ -211,16 +212,35 @@ impl Limiter {
                     .arg(start)
                     .arg(end);
             }
+            // The shadow strings hold one u32 a minute: half a pair's bytes.
+            for (h, (start, end)) in &reads {
+                pipe.cmd("GETRANGE")
+                    .arg(self.keys.usage_app_shadow_minutes(app, *h))
+                    .arg(start / 2)
+                    .arg((end + 1) / 2 - 1);
+            }
         }
         let mut conn = self.conn.clone();
         let replies: Vec<Vec<u8>> = self.timed(pipe.query_async(&mut conn)).await?;
         Ok(replies
-            .chunks(reads.len())
+            .chunks(2 * reads.len())
             .map(|strings| {
-                strings
+                let (pairs_read, shadow_read) = strings.split_at(reads.len());
+                let (granted, denied) = pairs_read
                     .iter()
                     .flat_map(|bytes| pairs(bytes, bytes.len() / PAIR_BYTES))
-                    .fold((0, 0), |(g, d), (pg, pd)| (g + pg, d + pd))
+                    .fold((0, 0), |(g, d), (pg, pd)| (g + pg, d + pd));
+                let shadow_denied: u64 = shadow_read
+                    .iter()
+                    .flat_map(|bytes| (0..bytes.len() / 4).map(|i| u32_at(bytes, i)))
+                    .sum();
+                MinuteCounts {
+                    minute: first,
+                    // The would-be denials were granted, and counted so.
+                    granted: granted.saturating_sub(shadow_denied),
+                    denied,
+                    shadow_denied,
+                }
             })
             .collect())
     }
