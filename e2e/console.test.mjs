@@ -188,7 +188,7 @@ consoleSuite('console', () => {
     // their counts to Redis every 2 s; the page polls every 2 s).
     const activity = `#policies tr[data-policy="${CHECKOUT.name}"] .activity-text`;
     await page.waitForFunction(
-      (sel) => document.querySelector(sel)?.textContent.trim() === '3 granted, 1 denied',
+      (sel) => document.querySelector(sel)?.textContent.trim() === '3 granted, 1 denied (25%)',
       activity,
       { timeout: LIVE_UPDATE_TIMEOUT_MS },
     );

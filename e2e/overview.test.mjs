@@ -94,7 +94,7 @@ consoleSuite('overview', () => {
     await page.getByLabel('Sort by').selectOption('status');
     await Promise.all([page.waitForURL((u) => u.searchParams.get('sort') === 'status'), page.getByRole('button', { name: 'Show' }).click()]);
     assert.equal((await rowNames(page))[0], 'ov.drained', 'the policy at its limit comes first');
-    assert.equal(await page.locator('#policies tr[data-policy="ov.drained"] .badge').textContent(), 'At its limit');
+    assert.equal(await page.locator('#policies tr[data-policy="ov.drained"] [data-col="status"] .badge').textContent(), 'At its limit');
     assert.equal(await page.locator('#policies .row-actions').count(), 0, 'a viewer has no Edit or Delete');
     await assertAccessible(page);
     await screenshots(page, 'app-page-sorted');

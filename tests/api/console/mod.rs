@@ -48,6 +48,7 @@ mod security_headers;
 mod sessions;
 mod sign_in;
 mod sign_in_redirects;
+mod status;
 mod transfer;
 mod users;
 

@@ -33,7 +33,7 @@ pub struct MinuteCounts {
 }
 
 /// The `i`th big-endian u32 of a usage string; zero past its end (nothing counted there).
-fn u32_at(bytes: &[u8], i: usize) -> u64 {
+pub(crate) fn u32_at(bytes: &[u8], i: usize) -> u64 {
     bytes.get(i * 4..i * 4 + 4).map_or(0, |b| {
         u64::from(u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
     })

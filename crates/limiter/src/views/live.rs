@@ -11,7 +11,7 @@ use crate::domain::PolicyName;
 
 use crate::client::{Limiter, LimiterError, scripts};
 use crate::counts::usage::MinuteCounts;
-use crate::counts::usage::{byte_ranges, pairs};
+use crate::counts::usage::{byte_ranges, pairs, u32_at};
 use crate::views::state::BucketState;
 use crate::views::state::parse_state;
 
@@ -68,14 +68,16 @@ impl Limiter {
             }
             invocation
                 .key(self.keys.usage_minutes(name.as_str(), hour - 1))
-                .key(self.keys.usage_minutes(name.as_str(), hour));
+                .key(self.keys.usage_minutes(name.as_str(), hour))
+                .key(self.keys.usage_shadow_minutes(name.as_str(), hour - 1))
+                .key(self.keys.usage_shadow_minutes(name.as_str(), hour));
         }
         for (start, end) in byte_ranges(first, last) {
             invocation.arg(start).arg(end);
         }
         let mut conn = self.conn.clone();
         let replies: Vec<Value> = self.timed(invocation.invoke_async(&mut conn)).await?;
-        if replies.len() != names.len() * 3 {
+        if replies.len() != names.len() * REPLIES_PER_POLICY {
             return Err(LimiterError::Reply(format!(
                 "{} replies for {} policies",
                 replies.len(),
@@ -83,14 +85,17 @@ impl Limiter {
             )));
         }
         Ok(replies
-            .chunks(3)
+            .chunks(REPLIES_PER_POLICY)
             .map(|chunk| live_view(chunk, first, last))
             .collect())
     }
 }
 
+/// The script's replies for one policy: its state, two usage ranges, two shadow ranges.
+const REPLIES_PER_POLICY: usize = 5;
+
 fn live_view(chunk: &[Value], first: i64, last: i64) -> Result<LiveView, LimiterError> {
-    let [state, previous, this] = chunk else {
+    let [state, previous, this, shadow_previous, shadow_this] = chunk else {
         return Err(LimiterError::Reply(format!("{chunk:?}")));
     };
     let state = match state {
@@ -101,18 +106,22 @@ fn live_view(chunk: &[Value], first: i64, last: i64) -> Result<LiveView, Limiter
         redis::from_redis_value_ref(v).map_err(|_| LimiterError::Reply(format!("{v:?}")))
     };
     let (previous, this) = (bytes(previous)?, bytes(this)?);
+    let (shadow_previous, shadow_this) = (bytes(shadow_previous)?, bytes(shadow_this)?);
     let hour_start = last - last.rem_euclid(60);
     let in_previous = (hour_start - first).max(0) as usize;
     let in_this = (last - first + 1) as usize - in_previous;
+    let shadow = (0..in_previous)
+        .map(|i| u32_at(&shadow_previous, i))
+        .chain((0..in_this).map(|i| u32_at(&shadow_this, i)));
     let minutes = pairs(&previous, in_previous)
         .chain(pairs(&this, in_this))
+        .zip(shadow)
         .zip(first..)
-        .map(|((granted, denied), minute)| MinuteCounts {
+        .map(|(((granted, denied), shadow_denied), minute)| MinuteCounts {
             minute,
             granted,
             denied,
-            // The application's table reads no shadow counts (the policy's page does).
-            shadow_denied: 0,
+            shadow_denied,
         })
         .collect();
     Ok(LiveView { state, minutes })
