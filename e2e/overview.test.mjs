@@ -50,6 +50,33 @@ consoleSuite('overview', () => {
     await screenshots(page, 'policy-page');
   });
 
+  uiTest('a policy page draws itself again: a grant shows without a reload, and a saved version is marked', async () => {
+    await createPolicy('ov.live', { max_permits: 3 });
+    const page = await newPage();
+    await signInOk(page, USERS.olivia);
+    await page.goto('/policies/ov.live');
+    await page.evaluate(() => { window.__rkNoReload = true; });
+    assert.equal((await page.locator('[data-fact="gauge"]').textContent()).trim(), '3 / 3');
+    assert.match(await page.locator('#as-of').textContent(), /^As of \d\d:\d\d:\d\d UTC; drawn again every 10 s/);
+    assert.equal((await env.server.acquire('ov.live')).status, 200);
+    await page.waitForFunction(
+      () => document.querySelector('[data-fact="gauge"]')?.textContent.trim() === '2 / 3',
+      null,
+      { timeout: 30_000 },
+    );
+    assert.equal(await page.evaluate(() => window.__rkNoReload), true, 'drawn again, not reloaded');
+    // A version saved meanwhile is marked on the charts, linking to it in the history.
+    await env.server.api('PATCH', '/api/v1/policies/ov.live', { max_permits: 4 }, 200);
+    await page.waitForFunction(
+      () => document.querySelectorAll('.usage-versions a[href="/policies/ov.live/history#version-2"]').length === 3,
+      null,
+      { timeout: 30_000 },
+    );
+    assert.equal(await page.locator('h1 small').textContent(), 'v2');
+    assert.equal(await page.locator('svg.usage line.version').count() >= 3, true, 'a line on each chart');
+    await assertAccessible(page);
+  });
+
   uiTest('an owner watches a shadow policy: everything granted, the would-be denials in their own colour', async () => {
     await createPolicy('ov.shadow', { max_permits: 2, mode: 'shadow' });
     for (const expected of [false, false, true, true]) {

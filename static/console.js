@@ -1,6 +1,8 @@
 // ratekeeper console: progressive enhancement only. Every page works without it; with
-// it, the policies table shows live state and a small chart, copy buttons copy, and
-// destructive forms ask first. All text goes in through textContent (never innerHTML).
+// it, the policies table shows live state and a small chart, a policy's page draws itself
+// again, copy buttons copy, and destructive forms ask first. All text goes in through
+// textContent (never innerHTML); a page drawn again swaps in its own sections, parsed
+// with DOMParser.
 (function () {
   'use strict';
   var SVG = 'http://www.w3.org/2000/svg';
@@ -113,6 +115,39 @@
     schedule();
   }
 
+  // A page that draws itself again (a policy's page): every data-refresh-every ms it
+  // fetches its own address and swaps in its sections marked data-refresh-section, except
+  // one the user is in (a form being typed into); its "as of" line says when.
+  function startRefresh(asOf) {
+    var every = parseInt(asOf.getAttribute('data-refresh-every'), 10) || 10000;
+    var timer = null;
+    function refresh() {
+      if (document.hidden) { schedule(); return; }
+      fetch(window.location.href, { credentials: 'same-origin', headers: { Accept: 'text/html' } })
+        .then(function (r) {
+          if (r.redirected || r.status === 401) { throw new Error('signed out'); }
+          if (!r.ok) { throw new Error('HTTP ' + r.status); }
+          return r.text();
+        })
+        .then(function (html) {
+          var fresh = new DOMParser().parseFromString(html, 'text/html');
+          document.querySelectorAll('[data-refresh-section]').forEach(function (old) {
+            var next = old.id && fresh.getElementById(old.id);
+            if (next && !old.contains(document.activeElement)) { old.replaceWith(document.importNode(next, true)); }
+          });
+          var line = document.getElementById('as-of');
+          if (line) { line.setAttribute('data-refreshed', String(Date.now())); }
+          schedule();
+        })
+        .catch(function (e) {
+          var line = document.getElementById('as-of');
+          if (line) { line.textContent = 'Not drawn again (' + e.message + '); reload the page.'; }
+        });
+    }
+    function schedule() { clearTimeout(timer); timer = setTimeout(refresh, every); }
+    schedule();
+  }
+
   function copyButtons() {
     document.querySelectorAll('[data-copy]').forEach(function (button) {
       button.addEventListener('click', function () {
@@ -198,6 +233,8 @@
   document.addEventListener('DOMContentLoaded', function () {
     var live = document.querySelector('[data-live-url]');
     if (live && live.querySelector('tr[data-policy]')) { startLive(live); }
+    var asOf = document.querySelector('[data-refresh-every]');
+    if (asOf) { startRefresh(asOf); }
     copyButtons();
     confirmForms();
     algorithmFields();

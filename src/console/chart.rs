@@ -28,6 +28,8 @@ pub struct UsageChart {
     pub peak: u64,
     /// The SVG element (numbers and fixed words only: nothing from a user).
     pub svg: String,
+    /// The versions saved in the span, marked on it: number and time (UTC), oldest last.
+    pub versions: Vec<(i64, String)>,
 }
 
 impl UsageChart {
@@ -61,7 +63,41 @@ impl UsageChart {
             shadow_denied,
             peak,
             svg: bars(&label, points, peak),
+            versions: Vec::new(),
         }
+    }
+
+    /// The chart with a marker at each saved version inside its span (`saved`: version
+    /// and unix ms), so that a change in traffic can be read against the change that
+    /// caused it; the versions are also listed, as links to them in the history, in
+    /// `versions` (an image holds no links).
+    pub fn with_versions(mut self, saved: &[(i64, i64)], points: &[MinuteCounts]) -> Self {
+        let (Some(first), Some(last)) = (points.first(), points.last()) else {
+            return self;
+        };
+        let each = points
+            .get(1)
+            .map_or(1, |p| (p.minute - first.minute).max(1));
+        let span = (last.minute + each - first.minute) as f64;
+        let mut markers = String::new();
+        for &(version, at_ms) in saved {
+            let at = at_ms as f64 / 60_000.0 - first.minute as f64;
+            if !(0.0..span).contains(&at) {
+                continue;
+            }
+            let x = at / span * WIDTH;
+            let _ = write!(
+                markers,
+                r#"<line class="version" x1="{x:.2}" y1="0" x2="{x:.2}" y2="{HEIGHT}" vector-effect="non-scaling-stroke"/>"#,
+            );
+            let when = chrono::DateTime::from_timestamp_millis(at_ms)
+                .map_or_else(String::new, |t| t.format("%Y-%m-%d %H:%M UTC").to_string());
+            self.versions.push((version, when));
+        }
+        if let Some(end) = self.svg.rfind("</svg>") {
+            self.svg.insert_str(end, &markers);
+        }
+        self
     }
 
     pub fn granted_text(&self) -> String {
@@ -251,6 +287,25 @@ mod tests {
             "{svg}"
         );
         assert!(svg.contains(r#"class="s" x="10""#), "{svg}");
+    }
+
+    #[test]
+    fn versions_saved_within_the_span_are_marked_and_listed() {
+        let points: Vec<MinuteCounts> = (0..60)
+            .map(|i| MinuteCounts {
+                minute: 1_000 + i,
+                ..point(0, 0)
+            })
+            .collect();
+        let chart = UsageChart::new("Last hour", "1 minute", "60 min ago", &points)
+            .with_versions(&[(3, 1_030 * 60_000), (2, 900 * 60_000)], &points);
+        assert!(
+            chart.svg.contains(r#"<line class="version" x1="300.00""#),
+            "{}",
+            chart.svg
+        );
+        assert_eq!(chart.versions.len(), 1, "version 2 was before the span");
+        assert_eq!(chart.versions[0].0, 3);
     }
 
     #[test]

@@ -30,7 +30,7 @@ mod overview;
 
 pub use delete::{confirm_delete, delete};
 pub use history::{rollback, show as history};
-pub use overview::{limit_status, reset, show};
+pub use overview::{REFRESH_MS, limit_status, reset, show};
 
 use editable::{editable_app, editable_policy};
 use form::PolicyForm;

@@ -83,10 +83,17 @@ pub struct OverrideRow {
     pub limit: String,
 }
 
+/// How often the page's script draws the page again (its live sections only).
+pub const REFRESH_MS: u64 = 10_000;
+
 #[derive(Template)]
 #[template(path = "policies/overview.html")]
 struct OverviewPage {
     chrome: Chrome,
+    /// When the page was drawn ("21:10:05 UTC"; RFC 3339 for its `<time>`): the page's
+    /// script draws it again every [`REFRESH_MS`].
+    as_of: String,
+    as_of_iso: String,
     policy: PolicyView,
     limit: String,
     can_edit: bool,
@@ -334,12 +341,24 @@ async fn load(
         }),
         Err(_) => None,
     };
+    // The versions the history shows, to mark on the charts.
+    let saved: Vec<(i64, i64)> = history
+        .entries
+        .iter()
+        .filter_map(|e| {
+            let at = chrono::DateTime::parse_from_rfc3339(&e.at_iso).ok()?;
+            Some((e.version, at.timestamp_millis()))
+        })
+        .collect();
+    let chart = |title, per_bar, starts, points: &[ratekeeper_limiter::MinuteCounts]| {
+        UsageChart::new(title, per_bar, starts, points).with_versions(&saved, points)
+    };
     let (charts, tops) = match live {
         Ok(l) => (
             vec![
-                UsageChart::new("Last hour", "1 minute", "60 min ago", &l.hour),
-                UsageChart::new("Last 24 hours", "15 minutes", "24 h ago", &l.day),
-                UsageChart::new("Last 7 days", "1 hour", "7 days ago", &l.week),
+                chart("Last hour", "1 minute", "60 min ago", &l.hour),
+                chart("Last 24 hours", "15 minutes", "24 h ago", &l.day),
+                chart("Last 7 days", "1 hour", "7 days ago", &l.week),
             ],
             TOP_SPANS
                 .iter()
@@ -363,8 +382,11 @@ async fn load(
                 .collect(),
         ),
     };
+    let now = chrono::Utc::now();
     let page = OverviewPage {
         chrome: signed_in.chrome("apps"),
+        as_of: now.format("%H:%M:%S UTC").to_string(),
+        as_of_iso: now.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
         limit: readable_limit(&policy),
         can_edit,
         overrides: policy.overrides.iter().map(OverrideRow::from).collect(),

@@ -117,12 +117,14 @@ fn live_view(chunk: &[Value], first: i64, last: i64) -> Result<LiveView, Limiter
         .chain(pairs(&this, in_this))
         .zip(shadow)
         .zip(first..)
-        .map(|(((granted, denied), shadow_denied), minute)| MinuteCounts {
-            minute,
-            granted,
-            denied,
-            shadow_denied,
-        })
+        .map(
+            |(((granted, denied), shadow_denied), minute)| MinuteCounts {
+                minute,
+                granted,
+                denied,
+                shadow_denied,
+            },
+        )
         .collect();
     Ok(LiveView { state, minutes })
 }
