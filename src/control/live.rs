@@ -172,3 +172,44 @@ impl Control {
         }
     }
 }
+
+impl Control {
+    /// What each of `policies` (already allowed to be seen) did to `app`'s acquires over
+    /// the last [`ACTIVITY_MINUTES`], from their top callers, in one round trip: `None`
+    /// for a per_key policy, whose callers are keys rather than applications, and for
+    /// every policy when Redis cannot be reached.
+    #[tracing::instrument(level = "debug", skip_all, fields(app = %app, policies = policies.len()))]
+    pub async fn app_on_policies(
+        &self,
+        app: &str,
+        policies: &[PolicyView],
+    ) -> Vec<Option<MinuteCounts>> {
+        let counted: Vec<&str> = policies
+            .iter()
+            .filter(|p| p.scope != crate::domain::Scope::PerKey)
+            .map(|p| p.name.as_str())
+            .collect();
+        let read = match self
+            .limiter
+            .caller_recent(&counted, app, unix_minute_now(), ACTIVITY_MINUTES)
+            .await
+        {
+            Ok(read) => read,
+            Err(e) => {
+                tracing::warn!(error = %e, app, "counts on other applications' policies unavailable");
+                return vec![None; policies.len()];
+            }
+        };
+        let mut read = read.into_iter();
+        policies
+            .iter()
+            .map(|p| {
+                if p.scope == crate::domain::Scope::PerKey {
+                    None
+                } else {
+                    read.next()
+                }
+            })
+            .collect()
+    }
+}

@@ -11,9 +11,11 @@ use crate::console::error::ConsoleError;
 use crate::console::format::{ago, short_time};
 use crate::console::forms::FormErrors;
 use crate::console::page::{Chrome, Notice};
+use crate::console::recent::Recent;
 use crate::console::respond::{render, render_status};
 use crate::console::session::SignedIn;
 use crate::control::{AppDetail, CreatedKey, PolicyView};
+use ratekeeper_limiter::MinuteCounts;
 
 use super::policy_table::{PAGE_SIZE, PolicyRow, StatusCounts, TableQuery, TableView, changed};
 use crate::state::AppState;
@@ -27,6 +29,20 @@ pub struct LimitOnApp {
     pub limit: String,
     pub max_permits: i64,
     pub enabled: bool,
+    pub shadow: bool,
+    /// What it did to this application's acquires over the last minutes; `None` for a
+    /// per_key policy (counted by key) or when Redis cannot be reached.
+    pub recent: Option<Recent>,
+    pub per_key: bool,
+}
+
+impl LimitOnApp {
+    fn of(p: &PolicyView, counts: Option<MinuteCounts>) -> Self {
+        Self {
+            recent: counts.map(|c| Recent::of(std::slice::from_ref(&c))),
+            ..Self::from(p)
+        }
+    }
 }
 
 impl From<&PolicyView> for LimitOnApp {
@@ -43,6 +59,9 @@ impl From<&PolicyView> for LimitOnApp {
             limit: format!("{}{scope}", crate::console::format::readable_limit(p)),
             max_permits: p.max_permits,
             enabled: p.enabled,
+            shadow: p.mode == crate::domain::Mode::Shadow,
+            recent: None,
+            per_key: p.scope == crate::domain::Scope::PerKey,
         }
     }
 }
@@ -118,6 +137,7 @@ impl AppPage {
         let app = state.control.get_app(actor, slug).await?;
         let policies = state.control.list_policies(actor, Some(slug)).await?;
         let limits_on_app = state.control.limits_on_app(actor, slug).await?;
+        let on_app_counts = state.control.app_on_policies(slug, &limits_on_app).await;
         let TableRows {
             rows,
             matching,
@@ -155,7 +175,11 @@ impl AppPage {
             matching,
             pages,
             status_counts: counts,
-            limits_on_app: limits_on_app.iter().map(LimitOnApp::from).collect(),
+            limits_on_app: limits_on_app
+                .iter()
+                .zip(on_app_counts)
+                .map(|(p, counts)| LimitOnApp::of(p, counts))
+                .collect(),
             keys,
             app,
             new_keys: Vec::new(),

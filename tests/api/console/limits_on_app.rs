@@ -62,3 +62,43 @@ on_every_backend!(
     limits_on_this_application,
     limits_of_other_apps_are_listed_and_visible
 );
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_teams_limit_says_what_it_did_to_this_application() {
+    let app = spawn_app(Db::Sqlite).await;
+    app.create_app("shop").await;
+    app.create_app("billing").await;
+    let shop_key = app.create_key("shop").await;
+    app.create_policy(
+        json!({"name": "invoices", "owner_app": "billing", "rate": 0.001,
+                             "max_permits": 1, "allowed_apps": ["billing", "shop"]}),
+    )
+    .await;
+    app.create_policy(
+        json!({"name": "lookups", "owner_app": "billing", "rate": 0.001,
+                             "max_permits": 1, "allowed_apps": ["billing", "shop"],
+                             "scope": "per_key"}),
+    )
+    .await;
+    // Shop's key: one grant, then three denials from billing's limit.
+    for _ in 0..4 {
+        app.acquire(&shop_key, "invoices", 1).await;
+    }
+    let mut admin = app.sign_in_as_admin().await;
+    let shown = eventually(std::time::Duration::from_secs(10), || {
+        let mut admin = admin.clone();
+        async move {
+            admin
+                .get("/apps/shop")
+                .await
+                .has("<span class=\"badge denying\">Denying 75%</span> <small class=\"muted\">1 granted, 3 denied (75%)</small>")
+        }
+    })
+    .await;
+    let page = admin.get("/apps/shop").await;
+    assert!(shown, "{}", page.body);
+    assert!(page.has("Counted per key: see its page"), "{}", page.body);
+    // Billing's own page counts them as its policy's denials, not as billing's callers'.
+    let billing = admin.get("/apps/billing").await;
+    assert!(billing.has("1 granted, 3 denied (75%)"), "{}", billing.body);
+}

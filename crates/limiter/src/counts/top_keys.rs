@@ -7,6 +7,7 @@
 use serde::Serialize;
 
 use crate::client::{Limiter, LimiterError};
+use crate::counts::usage::MinuteCounts;
 
 /// Callers kept per policy, minute and outcome.
 pub const KEEP: isize = 64;
@@ -87,6 +88,77 @@ impl Limiter {
                 .arg(&keys)
                 .arg("WITHSCORES");
         }
+    }
+}
+
+impl Limiter {
+    /// One caller's counts on each of `policies` over the `minutes` minutes up to
+    /// `now_minute`, summed (`minute` is the first one's), from the top callers: exact
+    /// while a policy has no more than [`KEEP`] callers a minute, never more than the
+    /// truth. One pipeline of `ZSCORE`s (on a cluster, one per policy, in its slot).
+    #[tracing::instrument(level = "debug", skip_all, fields(policies = policies.len(), minutes))]
+    pub async fn caller_recent(
+        &self,
+        policies: &[&str],
+        caller: &str,
+        now_minute: i64,
+        minutes: i64,
+    ) -> Result<Vec<MinuteCounts>, LimiterError> {
+        let first = now_minute - minutes.clamp(1, 60) + 1;
+        if self.conn.is_cluster() {
+            let each = policies
+                .iter()
+                .map(|p| self.read_caller(std::slice::from_ref(p), caller, first, now_minute));
+            let read: Result<Vec<Vec<MinuteCounts>>, LimiterError> =
+                futures_util::future::join_all(each)
+                    .await
+                    .into_iter()
+                    .collect();
+            return Ok(read?.into_iter().flatten().collect());
+        }
+        self.read_caller(policies, caller, first, now_minute).await
+    }
+
+    async fn read_caller(
+        &self,
+        policies: &[&str],
+        caller: &str,
+        first: i64,
+        last: i64,
+    ) -> Result<Vec<MinuteCounts>, LimiterError> {
+        if policies.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut pipe = redis::pipe();
+        for policy in policies {
+            for outcome in OUTCOMES {
+                for minute in first..=last {
+                    pipe.cmd("ZSCORE")
+                        .arg(self.top_key(policy, minute, outcome))
+                        .arg(caller);
+                }
+            }
+        }
+        let mut conn = self.conn.clone();
+        let scores: Vec<Option<f64>> = self.timed(pipe.query_async(&mut conn)).await?;
+        let per_outcome = (last - first + 1) as usize;
+        Ok(scores
+            .chunks(OUTCOMES.len() * per_outcome)
+            .map(|policy| {
+                let sum = |i: usize| -> u64 {
+                    policy[i * per_outcome..(i + 1) * per_outcome]
+                        .iter()
+                        .map(|s| s.unwrap_or(0.0) as u64)
+                        .sum()
+                };
+                MinuteCounts {
+                    minute: first,
+                    granted: sum(0),
+                    denied: sum(1),
+                    shadow_denied: sum(2),
+                }
+            })
+            .collect())
     }
 }
 
