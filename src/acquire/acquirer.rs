@@ -348,7 +348,10 @@ impl Acquirer {
                 self.tally.count(name.as_str(), Decision::Granted);
                 self.outcomes.degraded.inc();
             }
-            Err(Refusal::Unavailable) => self.outcomes.unavailable.inc(),
+            Err(Refusal::Unavailable) => {
+                self.tally.count_unavailable(name.as_str());
+                self.outcomes.unavailable.inc();
+            }
             Err(_) => {}
         }
         outcome

@@ -36,13 +36,55 @@ fn per_app(taken: &[Taken], snapshot: &Snapshot) -> Vec<AppFlush> {
                 granted: 0,
                 denied: 0,
                 shadow_denied: 0,
+                unavailable: 0,
             });
             sums.granted += t.counts.granted + t.counts.shadow_denied;
             sums.denied += t.counts.denied;
             sums.shadow_denied += t.counts.shadow_denied;
+            sums.unavailable += t.counts.unavailable;
         }
     }
     apps.into_values().collect()
+}
+
+/// Policies whose refusals are held at most (an outage long and wide enough to reach it
+/// loses the rest, logged).
+const HELD_POLICIES: usize = 10_000;
+
+/// The refusals of a flush that failed, kept for the next.
+fn hold_refusals(chunk: &[Taken], held: &mut HashMap<String, u64>) {
+    for t in chunk.iter().filter(|t| t.counts.unavailable > 0) {
+        if held.len() >= HELD_POLICIES && !held.contains_key(&t.policy) {
+            tracing::warn!(policy = %t.policy, "refusals not stored: too many policies held");
+            continue;
+        }
+        *held.entry(t.policy.clone()).or_default() += t.counts.unavailable;
+    }
+}
+
+/// The held refusals added to what this flush took.
+fn add_held(taken: &mut Vec<Taken>, held: &mut HashMap<String, u64>) {
+    if held.is_empty() {
+        return;
+    }
+    let at: HashMap<String, usize> = taken
+        .iter()
+        .enumerate()
+        .map(|(i, t)| (t.policy.clone(), i))
+        .collect();
+    for (policy, n) in held.drain() {
+        match at.get(&policy) {
+            Some(&i) => taken[i].counts.unavailable += n,
+            None => {
+                let mut t = Taken {
+                    policy,
+                    ..Taken::default()
+                };
+                t.counts.unavailable = n;
+                taken.push(t);
+            }
+        }
+    }
 }
 
 /// Adds the counts and the top callers to Redis every [`FLUSH_EVERY`] until `shutdown`,
@@ -54,13 +96,18 @@ pub async fn run_flusher(
     shutdown: CancellationToken,
 ) {
     let mut ticker = tokio::time::interval(FLUSH_EVERY);
+    // Refusals for want of Redis happen while Redis is away, when their flush fails too:
+    // they are held for the next flush that reaches it (and counted in its minute),
+    // rather than lost like a chart's other counts.
+    let mut held: HashMap<String, u64> = HashMap::new();
     loop {
         let stopping = tokio::select! {
             _ = ticker.tick() => false,
             () = shutdown.cancelled() => true,
         };
         let minute = unix_minute_now();
-        let taken = tallies.take();
+        let mut taken = tallies.take();
+        add_held(&mut taken, &mut held);
         let apps = per_app(&taken, &snapshot);
         // A pipeline per FLUSH_CHUNK policies: its commands are built in memory before they
         // are sent, and 10,000 busy policies in one pipeline took some 30 MB every flush.
@@ -72,6 +119,7 @@ pub async fn run_flusher(
                     granted: t.counts.granted,
                     denied: t.counts.denied,
                     shadow_denied: t.counts.shadow_denied,
+                    unavailable: t.counts.unavailable,
                     top: TopBatch {
                         policy: &t.policy,
                         granted: &t.granted,
@@ -83,6 +131,7 @@ pub async fn run_flusher(
             if let Err(e) = limiter.add_flush(minute, &policies, apps).await {
                 // Lost counts only make a chart lower; the decisions themselves were right.
                 tracing::warn!(error = %e, policies = chunk.len(), "decision counts not stored");
+                hold_refusals(chunk, &mut held);
             }
         }
         if stopping {

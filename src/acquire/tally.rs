@@ -88,6 +88,8 @@ pub struct OutcomeCounts {
     pub granted: u64,
     pub denied: u64,
     pub shadow_denied: u64,
+    /// Refused (503) because Redis could not be reached by a fail-closed policy.
+    pub unavailable: u64,
 }
 
 impl OutcomeCounts {
@@ -103,6 +105,7 @@ impl OutcomeCounts {
         self.granted += other.granted;
         self.denied += other.denied;
         self.shadow_denied += other.shadow_denied;
+        self.unavailable += other.unavailable;
     }
 }
 
@@ -140,6 +143,12 @@ impl Tally {
     /// A decision counted without its caller (granted without Redis, failing open).
     pub fn count(&self, policy: &str, decision: Decision) {
         self.with_policy(policy, |top| top.counts.add(decision));
+    }
+
+    /// An acquire of `policy` refused because Redis could not be reached (no caller is
+    /// followed: nothing was decided about it).
+    pub fn count_unavailable(&self, policy: &str) {
+        self.with_policy(policy, |top| top.counts.unavailable += 1);
     }
 
     fn with_policy(&self, policy: &str, f: impl FnOnce(&mut PolicyTally)) {
@@ -254,7 +263,8 @@ mod tests {
             OutcomeCounts {
                 granted: 1,
                 denied: 0,
-                shadow_denied: 1
+                shadow_denied: 1,
+                unavailable: 0,
             },
             "a count without a caller is counted, not followed"
         );

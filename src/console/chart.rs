@@ -24,6 +24,9 @@ pub struct UsageChart {
     pub denied: u64,
     /// Granted by shadow mode where the limit would have denied.
     pub shadow_denied: u64,
+    /// Refused (503) because Redis could not be reached; not drawn (no decision was
+    /// taken), only counted.
+    pub unavailable: u64,
     /// The most a bar holds: the top of the scale.
     pub peak: u64,
     /// The SVG element (numbers and fixed words only: nothing from a user).
@@ -42,6 +45,7 @@ impl UsageChart {
         let granted = points.iter().map(|p| p.granted).sum();
         let denied = points.iter().map(|p| p.denied).sum();
         let shadow_denied = points.iter().map(|p| p.shadow_denied).sum();
+        let unavailable = points.iter().map(|p| p.unavailable).sum();
         let peak = points
             .iter()
             .map(|p| p.granted + p.denied + p.shadow_denied)
@@ -61,6 +65,7 @@ impl UsageChart {
             granted,
             denied,
             shadow_denied,
+            unavailable,
             peak,
             svg: bars(&label, points, peak),
             versions: Vec::new(),
@@ -217,6 +222,7 @@ mod tests {
             granted,
             denied,
             shadow_denied: 0,
+            unavailable: 0,
         }
     }
 

@@ -16,6 +16,8 @@ pub struct Recent {
     pub denied: u64,
     /// Granted by a shadow policy that would have denied them (not in `granted`).
     pub shadow_denied: u64,
+    /// Refused (503) because Redis could not be reached (fail closed).
+    pub unavailable: u64,
 }
 
 /// A badge: its CSS class and its words.
@@ -32,20 +34,30 @@ impl Recent {
             granted: r.granted + m.granted,
             denied: r.denied + m.denied,
             shadow_denied: r.shadow_denied + m.shadow_denied,
+            unavailable: r.unavailable + m.unavailable,
         })
     }
 
     fn total(&self) -> u64 {
-        self.granted + self.denied + self.shadow_denied
+        self.granted + self.denied + self.shadow_denied + self.unavailable
     }
 
     fn share(&self, part: u64) -> f64 {
         part as f64 / self.total().max(1) as f64
     }
 
-    /// The badge: denials first, then would-be denials, then whether anything came.
+    /// The badge: refusals for want of Redis first (a failure the limit did not choose),
+    /// then denials, then would-be denials, then whether anything came.
     pub fn badge(&self) -> Badge {
-        let (class, text) = if self.denied > 0 {
+        let (class, text) = if self.unavailable > 0 {
+            (
+                "denying",
+                format!(
+                    "Unavailable: {} refused",
+                    percent(self.share(self.unavailable))
+                ),
+            )
+        } else if self.denied > 0 {
             let share = self.share(self.denied);
             let class = if share >= SEVERE_SHARE {
                 "denying"
@@ -76,14 +88,29 @@ impl Recent {
         if self.shadow_denied > 0 {
             words.push_str(&format!(", {} would have been denied", self.shadow_denied));
         }
+        if self.unavailable > 0 {
+            words.push_str(&format!(
+                ", {} refused with 503: Redis unreachable",
+                self.unavailable
+            ));
+        }
         words
     }
 
-    /// How much attention it needs, highest first: the denied share, then the would-be
-    /// denied share (both in parts per million, so that they order exactly).
-    pub fn attention(&self) -> (u64, u64) {
+    /// How much attention it needs, highest first: the share refused for want of Redis,
+    /// the denied share, then the would-be denied share (in parts per million, so that
+    /// they order exactly).
+    pub fn attention(&self) -> (u64, u64, u64) {
         let ppm = |part| (self.share(part) * 1e6) as u64;
-        (ppm(self.denied), ppm(self.shadow_denied))
+        (
+            ppm(self.unavailable),
+            ppm(self.denied),
+            ppm(self.shadow_denied),
+        )
+    }
+
+    pub fn is_refusing(&self) -> bool {
+        self.unavailable > 0
     }
 
     pub fn is_denying(&self) -> bool {
@@ -117,6 +144,7 @@ mod tests {
             granted,
             denied,
             shadow_denied,
+            unavailable: 0,
         }
     }
 
@@ -141,6 +169,23 @@ mod tests {
         );
         assert_eq!(badge(recent(5, 0, 0)), ("ok", "No denials".into()));
         assert_eq!(badge(recent(0, 0, 0)), ("idle", "No traffic".into()));
+    }
+
+    #[test]
+    fn refusals_for_want_of_redis_come_first() {
+        let r = Recent {
+            unavailable: 30,
+            ..recent(60, 10, 0)
+        };
+        assert_eq!(
+            (r.badge().class, r.badge().text),
+            ("denying", "Unavailable: 30% refused".into())
+        );
+        assert_eq!(
+            r.words(),
+            "60 granted, 10 denied (10%), 30 refused with 503: Redis unreachable"
+        );
+        assert!(r.attention() > recent(1, 99, 0).attention());
     }
 
     #[test]

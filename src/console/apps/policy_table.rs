@@ -79,7 +79,7 @@ pub enum StatusFilter {
 impl StatusFilter {
     pub const ALL: [(StatusFilter, &'static str, &'static str); 5] = [
         (StatusFilter::All, "all", "Any"),
-        (StatusFilter::Denying, "denying", "Denying"),
+        (StatusFilter::Denying, "denying", "Denying or refusing"),
         (StatusFilter::WouldDeny, "would-deny", "Would deny (shadow)"),
         (
             StatusFilter::Attention,
@@ -100,10 +100,13 @@ impl StatusFilter {
     pub fn keeps(self, row: &PolicyRow) -> bool {
         match self {
             StatusFilter::All => true,
-            StatusFilter::Denying => row.recent.is_denying(),
+            StatusFilter::Denying => row.recent.is_denying() || row.recent.is_refusing(),
             StatusFilter::WouldDeny => row.recent.would_deny(),
             StatusFilter::Attention => {
-                row.recent.is_denying() || row.recent.would_deny() || row.at_limit()
+                row.recent.is_denying()
+                    || row.recent.is_refusing()
+                    || row.recent.would_deny()
+                    || row.at_limit()
             }
             StatusFilter::Quiet => row.recent.is_idle(),
         }
@@ -117,6 +120,8 @@ pub struct StatusCounts {
     /// The policies counted.
     pub counted: usize,
     pub denying: usize,
+    /// Refusing acquires (503) because Redis could not be reached.
+    pub refusing: usize,
     pub would_deny: usize,
     pub at_limit: usize,
 }
@@ -125,6 +130,7 @@ impl StatusCounts {
     pub fn of(rows: &[PolicyRow]) -> Self {
         rows.iter().fold(Self::default(), |c, r| Self {
             counted: c.counted + 1,
+            refusing: c.refusing + usize::from(r.recent.is_refusing()),
             denying: c.denying + usize::from(r.recent.is_denying()),
             would_deny: c.would_deny + usize::from(r.recent.would_deny()),
             at_limit: c.at_limit + usize::from(r.at_limit()),
@@ -226,9 +232,12 @@ impl TableView {
                     .total_cmp(&b.fullness)
                     .then_with(|| b.recent.denied.cmp(&a.recent.denied))
             }),
-            Sort::Denied => {
-                rows.sort_by_key(|r| std::cmp::Reverse((r.recent.denied, r.recent.shadow_denied)))
-            }
+            Sort::Denied => rows.sort_by_key(|r| {
+                std::cmp::Reverse((
+                    r.recent.denied + r.recent.unavailable,
+                    r.recent.shadow_denied,
+                ))
+            }),
         }
         let pages = rows.len().div_ceil(PAGE_SIZE).max(1);
         let shown = rows
@@ -400,7 +409,7 @@ fn digest(cells: &LiveCells) -> String {
         .hash(&mut h);
     // The counts only: an idle row's chart is the same from one minute to the next.
     for m in &cells.activity {
-        (m.granted, m.denied, m.shadow_denied).hash(&mut h);
+        (m.granted, m.denied, m.shadow_denied, m.unavailable).hash(&mut h);
     }
     format!("{:08x}", h.finish() as u32)
 }

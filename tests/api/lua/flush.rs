@@ -46,6 +46,7 @@ fn app_flush(app: &str, granted: u64, denied: u64, shadow_denied: u64) -> AppFlu
         granted,
         denied,
         shadow_denied,
+        unavailable: shadow_denied + 1,
     }
 }
 
@@ -65,6 +66,7 @@ async fn a_flush_adds_counts_and_callers_and_sets_each_expiry_once() {
         granted: 10,
         denied: 2,
         shadow_denied: 4,
+        unavailable: 5,
         top: TopBatch {
             policy: "p",
             granted: &granted,
@@ -98,9 +100,19 @@ async fn a_flush_adds_counts_and_callers_and_sets_each_expiry_once() {
         .await
         .unwrap();
     assert_eq!(
-        (usage[0].granted, usage[0].denied, usage[0].shadow_denied),
-        (10, 2, 4)
+        (
+            usage[0].granted,
+            usage[0].denied,
+            usage[0].shadow_denied,
+            usage[0].unavailable
+        ),
+        (10, 2, 4, 5)
     );
+    // Refusals for want of Redis: per policy and per application, one u32 a minute.
+    let refused = format!("{prefix}:activity:{{p}}:um:{hour}");
+    assert_eq!(u32s(&mut conn, &refused, slot / 2, 1).await, [5]);
+    let app_refused = format!("{prefix}:activity:app:{{shop}}:um:{hour}");
+    assert_eq!(u32s(&mut conn, &app_refused, slot / 2, 1).await, [5]);
     let kept: i64 = redis::cmd("ZCARD")
         .arg(&top_granted)
         .query_async(&mut conn)
@@ -121,6 +133,8 @@ async fn a_flush_adds_counts_and_callers_and_sets_each_expiry_once() {
         &top_granted,
         &app_minutes,
         &app_shadow,
+        &refused,
+        &app_refused,
     ] {
         assert!(pttl(&mut conn, key).await > 0, "{key} has an expiry");
     }
@@ -180,6 +194,7 @@ async fn a_flush_of_many_policies_adds_each_ones_counts_to_its_own_keys() {
             granted: i + 1,
             denied: i % 3,
             shadow_denied: i % 2,
+            unavailable: 0,
             top: TopBatch {
                 policy: &names[i as usize],
                 granted: &callers[i as usize],
@@ -239,6 +254,7 @@ async fn on_a_cluster_each_policy_is_written_in_its_own_slot() {
             granted: 3,
             denied: 0,
             shadow_denied: 0,
+            unavailable: 0,
             top: TopBatch {
                 policy: name,
                 granted: callers,
@@ -259,9 +275,9 @@ async fn on_a_cluster_each_policy_is_written_in_its_own_slot() {
         .apps_recent_usage(&["shop", "billing"], MINUTE, 1)
         .await
         .unwrap();
-    let read: Vec<(u64, u64, u64)> = usage
+    let read: Vec<(u64, u64, u64, u64)> = usage
         .iter()
-        .map(|u: &MinuteCounts| (u.granted, u.denied, u.shadow_denied))
+        .map(|u: &MinuteCounts| (u.granted, u.denied, u.shadow_denied, u.unavailable))
         .collect();
-    assert_eq!(read, [(30, 0, 0), (5, 0, 1)]);
+    assert_eq!(read, [(30, 0, 0, 1), (5, 0, 1, 2)]);
 }

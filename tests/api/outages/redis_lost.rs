@@ -134,3 +134,49 @@ async fn a_redis_that_lost_the_functions_gets_them_again_from_the_acquire_that_f
     assert_eq!(libraries.len(), 1, "{libraries:?}");
     drop(redis);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refusals_while_redis_was_away_are_shown_once_it_is_back() {
+    let mut redis = RedisProcess::start().await;
+    let (app, shop, _) = shop_and_other(&redis.url(), 100).await;
+    redis.stop();
+    for _ in 0..3 {
+        let (status, body) = acquire(&app, &shop, "closed.p").await;
+        assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
+    }
+    // The flushes that failed meanwhile held the refusals; the first that reaches Redis
+    // again stores them.
+    redis.start_again().await;
+    let mut admin = app.sign_in_as_admin().await;
+    let words = "0 granted, 0 denied, 3 refused with 503: Redis unreachable";
+    let shown = eventually(std::time::Duration::from_secs(20), || {
+        let mut admin = admin.clone();
+        async move { admin.get("/apps/shop").await.has(words) }
+    })
+    .await;
+    let page = admin.get("/apps/shop").await;
+    assert!(shown, "{}", page.body);
+    assert!(
+        page.has(">Unavailable: 100% refused</span>"),
+        "{}",
+        page.body
+    );
+    assert!(
+        page.has("1 refusing (503: Redis unreachable)"),
+        "{}",
+        page.body
+    );
+    let apps = admin.get("/apps").await;
+    assert!(apps.has(words), "{}", apps.body);
+    // The policy's own page counts them over the hour and the day.
+    let policy = admin.get("/policies/closed.p").await;
+    assert_eq!(
+        policy
+            .body
+            .matches("<span data-total=\"unavailable\">3</span> refused with 503")
+            .count(),
+        2,
+        "{}",
+        policy.body
+    );
+}

@@ -131,6 +131,18 @@ impl KeySpace {
         format!("{}:activity:{{{policy}}}:sm:{hour}", self.prefix)
     }
 
+    /// A fail-closed policy's acquires refused (503) because Redis could not be reached,
+    /// per minute of one Unix hour (one u32 a minute), written by the first flush that
+    /// reaches Redis again, only for policies that had some.
+    pub fn usage_unavailable_minutes(&self, policy: &str, hour: i64) -> String {
+        format!("{}:activity:{{{policy}}}:um:{hour}", self.prefix)
+    }
+
+    /// The same summed over an application's policies.
+    pub fn usage_app_unavailable_minutes(&self, app: &str, hour: i64) -> String {
+        format!("{}:activity:app:{{{app}}}:um:{hour}", self.prefix)
+    }
+
     /// The same per hour of one Unix day.
     pub fn usage_shadow_hours(&self, policy: &str, day: i64) -> String {
         format!("{}:activity:{{{policy}}}:sh:{day}", self.prefix)

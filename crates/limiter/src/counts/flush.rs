@@ -23,6 +23,8 @@ pub struct AppFlush {
     pub denied: u64,
     /// Of `granted`, those a shadow policy would have denied.
     pub shadow_denied: u64,
+    /// Refused (503) for want of Redis, not in the others.
+    pub unavailable: u64,
 }
 
 /// One instance's decisions on one policy over a flush: its counts and its top callers.
@@ -32,6 +34,8 @@ pub struct PolicyFlush<'a> {
     pub denied: u64,
     /// Granted by a shadow policy that would have denied them.
     pub shadow_denied: u64,
+    /// Refused (503) for want of Redis: no decision, so neither counted nor followed.
+    pub unavailable: u64,
     pub top: TopBatch<'a>,
 }
 
@@ -84,6 +88,16 @@ impl Limiter {
             pipe.invoke_script(&self.flush_invocation(minute, hour, day, some))
                 .ignore();
         }
+        // Refusals are rare (an outage): one counter each, beside the script's writes.
+        for p in policies.iter().filter(|p| p.unavailable > 0) {
+            add_counts(
+                &mut pipe,
+                &self.keys.usage_unavailable_minutes(p.top.policy, hour),
+                minute.rem_euclid(60),
+                &[saturated(p.unavailable)],
+                KEEP_MINUTES_MS,
+            );
+        }
         for app in apps {
             add_counts(
                 &mut pipe,
@@ -92,6 +106,15 @@ impl Limiter {
                 &[saturated(app.granted), saturated(app.denied)],
                 KEEP_MINUTES_MS,
             );
+            if app.unavailable > 0 {
+                add_counts(
+                    &mut pipe,
+                    &self.keys.usage_app_unavailable_minutes(&app.app, hour),
+                    minute.rem_euclid(60),
+                    &[saturated(app.unavailable)],
+                    KEEP_MINUTES_MS,
+                );
+            }
             if app.shadow_denied > 0 {
                 add_counts(
                     &mut pipe,

@@ -156,6 +156,7 @@ impl Limiter {
                     granted: sum(0),
                     denied: sum(1),
                     shadow_denied: sum(2),
+                    unavailable: 0,
                 }
             })
             .collect())

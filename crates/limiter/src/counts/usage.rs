@@ -13,7 +13,7 @@
 //! that had none. Keys carry the policy's hash tag: on a cluster they live beside it, and
 //! one call may read a policy's state and counts together.
 
-use crate::client::{Limiter, LimiterError};
+use crate::client::{KeySpace, Limiter, LimiterError};
 
 /// How long a string of minutes is kept: a day back from any minute of its hour.
 pub(crate) const KEEP_MINUTES_MS: i64 = 25 * 3600 * 1000;
@@ -30,6 +30,9 @@ pub struct MinuteCounts {
     pub denied: u64,
     /// Granted by a shadow policy that would have denied them (not in `granted`).
     pub shadow_denied: u64,
+    /// Refused with 503 because Redis could not be reached by a fail-closed policy (not
+    /// in the others: no decision was taken). Only the tables read it.
+    pub unavailable: u64,
 }
 
 /// The `i`th big-endian u32 of a usage string; zero past its end (nothing counted there).
@@ -37,6 +40,14 @@ pub(crate) fn u32_at(bytes: &[u8], i: usize) -> u64 {
     bytes.get(i * 4..i * 4 + 4).map_or(0, |b| {
         u64::from(u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
     })
+}
+
+/// The sum of every u32 of some strings of one u32 a minute.
+fn sum_u32s(strings: &[Vec<u8>]) -> u64 {
+    strings
+        .iter()
+        .flat_map(|bytes| (0..bytes.len() / 4).map(|i| u32_at(bytes, i)))
+        .sum()
 }
 
 /// The (granted, denied) pairs of a usage string, in order; a string cut short (nothing
@@ -104,13 +115,14 @@ impl UsageSpan {
     }
 
     /// The points of the span from its strings (as [`Self::strings`] names them, in order)
-    /// and the shadow strings of the same hours or days (one u32 a slot; fewer or empty
-    /// ones read as zeros).
+    /// and the shadow and refusal strings of the same hours or days (one u32 a slot;
+    /// fewer or empty ones read as zeros).
     pub(crate) fn points_from(
         self,
         now_minute: i64,
         strings: &[Vec<u8>],
         shadow: &[Vec<u8>],
+        unavailable: &[Vec<u8>],
     ) -> Vec<MinuteCounts> {
         let first = self.first_minute(now_minute);
         let (unit, per_string) = if self.by_hour() {
@@ -130,6 +142,7 @@ impl UsageSpan {
         for (s, bytes) in strings.iter().enumerate() {
             let string_start = (first_string + s as i64) * unit;
             let shadow = shadow.get(s).map_or(&[][..], Vec::as_slice);
+            let unavailable = unavailable.get(s).map_or(&[][..], Vec::as_slice);
             for (slot, (granted, denied)) in pairs(bytes, per_string as usize).enumerate() {
                 let minute = string_start + slot as i64 * slot_minutes;
                 let index = (minute - first).div_euclid(self.minutes_each);
@@ -137,6 +150,7 @@ impl UsageSpan {
                     p.granted += granted;
                     p.denied += denied;
                     p.shadow_denied += u32_at(shadow, slot);
+                    p.unavailable += u32_at(unavailable, slot);
                 }
             }
         }
@@ -162,9 +176,9 @@ pub(crate) fn add_counts(
 
 impl Limiter {
     /// Each application's acquires (of its own policies) over the `minutes` minutes (1 to
-    /// 60) up to `now_minute`, summed (`minute` is the first one's): granted, denied, and
-    /// would-be denied by shadow policies (not in `granted`). One pipeline of up to four
-    /// reads each (on a cluster, one per application, whose keys carry its own tag).
+    /// 60) up to `now_minute`, summed (`minute` is the first one's): granted, denied,
+    /// would-be denied by shadow policies (not in `granted`), and refused for want of
+    /// Redis. One pipeline of up to six reads each (on a cluster, one per application, whose keys carry its own tag).
     #[tracing::instrument(level = "debug", skip_all, fields(apps = apps.len()))]
     pub async fn apps_recent_usage(
         &self,
@@ -212,34 +226,38 @@ impl Limiter {
                     .arg(start)
                     .arg(end);
             }
-            // The shadow strings hold one u32 a minute: half a pair's bytes.
-            for (h, (start, end)) in &reads {
-                pipe.cmd("GETRANGE")
-                    .arg(self.keys.usage_app_shadow_minutes(app, *h))
-                    .arg(start / 2)
-                    .arg((end + 1) / 2 - 1);
+            // The shadow and refusal strings hold one u32 a minute: half a pair's bytes.
+            for key_of in [
+                KeySpace::usage_app_shadow_minutes,
+                KeySpace::usage_app_unavailable_minutes,
+            ] {
+                for (h, (start, end)) in &reads {
+                    pipe.cmd("GETRANGE")
+                        .arg(key_of(&self.keys, app, *h))
+                        .arg(start / 2)
+                        .arg((end + 1) / 2 - 1);
+                }
             }
         }
         let mut conn = self.conn.clone();
         let replies: Vec<Vec<u8>> = self.timed(pipe.query_async(&mut conn)).await?;
         Ok(replies
-            .chunks(2 * reads.len())
+            .chunks(3 * reads.len())
             .map(|strings| {
-                let (pairs_read, shadow_read) = strings.split_at(reads.len());
+                let (pairs_read, rest) = strings.split_at(reads.len());
+                let (shadow_read, unavailable_read) = rest.split_at(reads.len());
                 let (granted, denied) = pairs_read
                     .iter()
                     .flat_map(|bytes| pairs(bytes, bytes.len() / PAIR_BYTES))
                     .fold((0, 0), |(g, d), (pg, pd)| (g + pg, d + pd));
-                let shadow_denied: u64 = shadow_read
-                    .iter()
-                    .flat_map(|bytes| (0..bytes.len() / 4).map(|i| u32_at(bytes, i)))
-                    .sum();
+                let shadow_denied = sum_u32s(shadow_read);
                 MinuteCounts {
                     minute: first,
                     // The would-be denials were granted, and counted so.
                     granted: granted.saturating_sub(shadow_denied),
                     denied,
                     shadow_denied,
+                    unavailable: sum_u32s(unavailable_read),
                 }
             })
             .collect())
@@ -287,7 +305,12 @@ mod tests {
         this[30] = (7, 0); // 10:30, the last point
         let mut shadow = vec![0u8; 240];
         shadow[30 * 4..30 * 4 + 4].copy_from_slice(&9u32.to_be_bytes()); // 10:30
-        let points = span.points_from(now, &[string(&previous), string(&this)], &[vec![], shadow]);
+        let points = span.points_from(
+            now,
+            &[string(&previous), string(&this)],
+            &[vec![], shadow],
+            &[],
+        );
         assert_eq!(points.len(), 60);
         assert_eq!(
             (points[0].minute, points[0].granted, points[0].denied),
@@ -310,7 +333,7 @@ mod tests {
         let now = 20_000 * 60 + 7;
         let day = UsageSpan::DAY;
         assert_eq!(day.strings(now).len(), 25);
-        let points = day.points_from(now, &vec![string(&[(1, 0); 60]); 25], &[]);
+        let points = day.points_from(now, &vec![string(&[(1, 0); 60]); 25], &[], &[]);
         assert_eq!(points.len(), 96);
         // Each quarter hour sums its 15 minutes; the last one starts at 20000:00.
         assert!(points.iter().all(|p| p.granted == 15));
@@ -319,7 +342,7 @@ mod tests {
         let week = UsageSpan::WEEK;
         let strings = week.strings(now);
         assert_eq!(strings.len(), 8);
-        let points = week.points_from(now, &vec![string(&[(0, 2); 24]); 8], &[]);
+        let points = week.points_from(now, &vec![string(&[(0, 2); 24]); 8], &[], &[]);
         assert_eq!(points.len(), 168);
         assert!(points.iter().all(|p| p.denied == 2));
         assert_eq!(points[167].minute, now - 7);

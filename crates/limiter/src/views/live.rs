@@ -70,7 +70,9 @@ impl Limiter {
                 .key(self.keys.usage_minutes(name.as_str(), hour - 1))
                 .key(self.keys.usage_minutes(name.as_str(), hour))
                 .key(self.keys.usage_shadow_minutes(name.as_str(), hour - 1))
-                .key(self.keys.usage_shadow_minutes(name.as_str(), hour));
+                .key(self.keys.usage_shadow_minutes(name.as_str(), hour))
+                .key(self.keys.usage_unavailable_minutes(name.as_str(), hour - 1))
+                .key(self.keys.usage_unavailable_minutes(name.as_str(), hour));
         }
         for (start, end) in byte_ranges(first, last) {
             invocation.arg(start).arg(end);
@@ -91,11 +93,21 @@ impl Limiter {
     }
 }
 
-/// The script's replies for one policy: its state, two usage ranges, two shadow ranges.
-const REPLIES_PER_POLICY: usize = 5;
+/// The script's replies for one policy: its state, then two ranges each of its usage,
+/// shadow and refusal strings.
+const REPLIES_PER_POLICY: usize = 7;
 
 fn live_view(chunk: &[Value], first: i64, last: i64) -> Result<LiveView, LimiterError> {
-    let [state, previous, this, shadow_previous, shadow_this] = chunk else {
+    let [
+        state,
+        previous,
+        this,
+        shadow_previous,
+        shadow_this,
+        unavailable_previous,
+        unavailable_this,
+    ] = chunk
+    else {
         return Err(LimiterError::Reply(format!("{chunk:?}")));
     };
     let state = match state {
@@ -110,19 +122,27 @@ fn live_view(chunk: &[Value], first: i64, last: i64) -> Result<LiveView, Limiter
     let hour_start = last - last.rem_euclid(60);
     let in_previous = (hour_start - first).max(0) as usize;
     let in_this = (last - first + 1) as usize - in_previous;
-    let shadow = (0..in_previous)
-        .map(|i| u32_at(&shadow_previous, i))
-        .chain((0..in_this).map(|i| u32_at(&shadow_this, i)));
+    let (unavailable_previous, unavailable_this) =
+        (bytes(unavailable_previous)?, bytes(unavailable_this)?);
+    let one_a_minute = |previous: &[u8], this: &[u8]| -> Vec<u64> {
+        (0..in_previous)
+            .map(|i| u32_at(previous, i))
+            .chain((0..in_this).map(|i| u32_at(this, i)))
+            .collect()
+    };
+    let shadow = one_a_minute(&shadow_previous, &shadow_this);
+    let unavailable = one_a_minute(&unavailable_previous, &unavailable_this);
     let minutes = pairs(&previous, in_previous)
         .chain(pairs(&this, in_this))
-        .zip(shadow)
+        .zip(shadow.into_iter().zip(unavailable))
         .zip(first..)
         .map(
-            |(((granted, denied), shadow_denied), minute)| MinuteCounts {
+            |(((granted, denied), (shadow_denied, unavailable)), minute)| MinuteCounts {
                 minute,
                 granted,
                 denied,
                 shadow_denied,
+                unavailable,
             },
         )
         .collect();

@@ -84,11 +84,13 @@ impl Limiter {
         }
         // The usage strings, then the shadow ones: each a minute string per hour of the
         // day, and an hour string per day of the week.
-        let usage: [(&[i64], UsageKey); 4] = [
+        // Refusals for want of Redis are kept by the minute only: the week has none.
+        let usage: [(&[i64], UsageKey); 5] = [
             (&minute_strings, KeySpace::usage_minutes),
             (&hour_strings, KeySpace::usage_hours),
             (&minute_strings, KeySpace::usage_shadow_minutes),
             (&hour_strings, KeySpace::usage_shadow_hours),
+            (&minute_strings, KeySpace::usage_unavailable_minutes),
         ];
         for (spans, key_of) in usage {
             let keys: Vec<String> = spans
@@ -114,7 +116,7 @@ impl Limiter {
             None => None,
         };
         let bad = |what: &str| LimiterError::Reply(format!("{what}: {replies:?}"));
-        let expected = 1 + TOP_READS * top_spans.len() + 4;
+        let expected = 1 + TOP_READS * top_spans.len() + 5;
         if replies.len() != expected {
             return Err(bad("reply count"));
         }
@@ -137,10 +139,11 @@ impl Limiter {
                 redis::from_redis_value_ref(v).map_err(|_| bad("usage"))?;
             Ok(all.into_iter().map(Option::unwrap_or_default).collect())
         };
-        let minutes = strings(&replies[expected - 4])?;
-        let hours = strings(&replies[expected - 3])?;
-        let shadow_minutes = strings(&replies[expected - 2])?;
-        let shadow_hours = strings(&replies[expected - 1])?;
+        let minutes = strings(&replies[expected - 5])?;
+        let hours = strings(&replies[expected - 4])?;
+        let shadow_minutes = strings(&replies[expected - 3])?;
+        let shadow_hours = strings(&replies[expected - 2])?;
+        let unavailable_minutes = strings(&replies[expected - 1])?;
         // The hour's two strings are the day's last two.
         let hour_from = minutes
             .len()
@@ -151,9 +154,15 @@ impl Limiter {
                 now_minute,
                 &minutes[hour_from..],
                 &shadow_minutes[hour_from..],
+                &unavailable_minutes[hour_from..],
             ),
-            day: UsageSpan::DAY.points_from(now_minute, &minutes, &shadow_minutes),
-            week: UsageSpan::WEEK.points_from(now_minute, &hours, &shadow_hours),
+            day: UsageSpan::DAY.points_from(
+                now_minute,
+                &minutes,
+                &shadow_minutes,
+                &unavailable_minutes,
+            ),
+            week: UsageSpan::WEEK.points_from(now_minute, &hours, &shadow_hours, &[]),
             top,
             lookup,
         })
