@@ -97,7 +97,10 @@ fn parse_list(
             if let Some(j) = parsed.iter().position(|p| p.matches == o.matches) {
                 errors.push(
                     format!("overrides[{i}].match"),
-                    format!("is already overridden by overrides[{j}]"),
+                    format!(
+                        "{} has an earlier override in the list: one caller, one override",
+                        parsed[j].matches
+                    ),
                 );
             }
             parsed.push(o);

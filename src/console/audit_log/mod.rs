@@ -64,6 +64,12 @@ impl AuditPage {
         self.query.filtered()
     }
 
+    /// Whether the reader sees every change (an admin), or only those of their own
+    /// applications and account.
+    fn is_admin(&self) -> bool {
+        self.chrome.user.as_ref().is_some_and(|u| u.is_admin)
+    }
+
     /// The link to another page of the same filter.
     fn page_link(&self, page: u32) -> String {
         format!("/audit?{}&page={page}", self.query.to_query_string())

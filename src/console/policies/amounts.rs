@@ -31,7 +31,10 @@ pub fn rate(errors: &mut FieldErrors, amount: &str, unit: &str) -> Option<(f64, 
         );
         None
     } else if per_second < MIN_RATE * (1.0 - 1e-9) {
-        errors.push("rate", "must be at least 1 per year");
+        errors.push(
+            "rate",
+            "must be at least 1 per 365 days (about 0.0028 per day)",
+        );
         None
     } else {
         Some((per_second.max(MIN_RATE), unit))
@@ -129,7 +132,7 @@ mod tests {
             messages(&errors),
             [
                 "rate: is too large (at most 60000000 per minute)",
-                "rate: must be at least 1 per year",
+                "rate: must be at least 1 per 365 days (about 0.0028 per day)",
                 "rate: must be a number, such as 10 or 0.5",
             ]
         );

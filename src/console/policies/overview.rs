@@ -163,6 +163,14 @@ impl OverviewPage {
         }
     }
 
+    /// The same with its article: "an application", "a key".
+    fn caller_with_article(&self) -> &'static str {
+        match self.policy.scope {
+            Scope::PerApp => "an application",
+            _ => "a key",
+        }
+    }
+
     /// The same, heading a column or a fact.
     fn caller_title(&self) -> &'static str {
         match self.policy.scope {

@@ -314,3 +314,23 @@ async fn every_other_change_leaves_its_audit_event() {
     )
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_empty_log_says_whose_changes_it_would_show() {
+    let app = spawn_app(Db::Sqlite).await;
+    app.create_app("quiet").await;
+    app.create_user("ulla", None).await;
+    let mut ulla = app.sign_in("ulla").await;
+    let mut admin = app.sign_in_as_admin().await;
+    let all = admin.get("/audit").await;
+    assert!(
+        !all.has("No change you may see"),
+        "an admin sees every change"
+    );
+    let none = ulla.get("/audit").await;
+    assert!(
+        none.has("No change you may see has been made yet"),
+        "{}",
+        none.body
+    );
+}

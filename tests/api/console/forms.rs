@@ -172,7 +172,11 @@ async fn every_error_of_the_form_is_shown_at_once() {
             "minute",
             "is too large (at most 60000000 per minute)",
         ),
-        ("0.001", "day", "must be at least 1 per year"),
+        (
+            "0.001",
+            "day",
+            "must be at least 1 per 365 days (about 0.0028 per day)",
+        ),
     ] {
         let page = olga
             .submit(

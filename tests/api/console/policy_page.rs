@@ -129,7 +129,7 @@ async fn a_bad_override_line_is_named_and_nothing_is_saved() {
         // Checked by the same rules as the JSON API, named by line.
         (
             "a max_permits=1\n\nb max_permits=2\na max_permits=3",
-            "line 4: match is already overridden",
+            "line 4: match a has an earlier override in the list: one caller, one override",
         ),
         (
             "acme window_ms=1000",
@@ -329,4 +329,17 @@ async fn the_page_names_who_is_being_limited() {
     assert!(page.has("href=\"/policies/logins/overview?key=mallory\""));
     assert!(!page.has("<b>bold</b>"));
     assert!(html_unescape(&page.body).contains("<code><b>bold</b></code>"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_per_app_policy_looks_up_an_application() {
+    let app = spawn_app(Db::Sqlite).await;
+    app.create_app("shop").await;
+    app.create_policy(json!({"name": "per.app", "owner_app": "shop", "rate": 1,
+                             "max_permits": 5, "scope": "per_app"}))
+        .await;
+    let mut admin = app.sign_in_as_admin().await;
+    let page = admin.get("/policies/per.app").await;
+    assert!(page.has("Look up an application"), "{}", page.body);
+    assert!(!page.has("Look up a application"));
 }
