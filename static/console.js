@@ -18,7 +18,7 @@
   // (green), then denied (red), then would-be denied in shadow mode (amber); each titled
   // with its minute in UTC, the last one (the minute so far) fainter.
   function chart(activity, words) {
-    var w = 8, gap = 2, h = 28;
+    var w = 8, gap = 2, h = 22;
     var max = 1;
     activity.forEach(function (m) { max = Math.max(max, m.granted + m.denied + m.shadow_denied); });
     var svg = el('svg', { class: 'chart', width: activity.length * (w + gap), height: h + 1, role: 'img' });
@@ -86,7 +86,10 @@
         var text = document.createElement('span');
         text.className = 'activity-text';
         text.textContent = p.recent;
-        cell.replaceChildren(recent, document.createTextNode(' '), chart(p.activity, p.recent), text);
+        var line = document.createElement('span');
+        line.className = 'activity-line';
+        line.replaceChildren(recent, document.createTextNode(' '), chart(p.activity, p.recent));
+        cell.replaceChildren(line, text);
       }
     }
     function refresh() {

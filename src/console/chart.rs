@@ -147,13 +147,13 @@ fn bars(label: &str, points: &[MinuteCounts], peak: u64) -> String {
 }
 
 /// A table cell's chart of the last minutes, drawn as `static/console.js` draws it on a
-/// refresh (so the first paint needs no request of its own): bars 8 px wide, 28 high,
+/// refresh (so the first paint needs no request of its own): bars 8 px wide, 22 high,
 /// granted below, then denied, then would-be denied; each bar titled with its minute in
 /// UTC, the last one (the minute so far) drawn fainter.
 pub fn sparkline(points: &[MinuteCounts]) -> String {
     const W: u64 = 8;
     const GAP: u64 = 2;
-    const H: u64 = 28;
+    const H: u64 = 22;
     let peak = points
         .iter()
         .map(|p| p.granted + p.denied + p.shadow_denied)

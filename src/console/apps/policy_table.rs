@@ -290,7 +290,9 @@ pub struct PolicyRow {
     pub rate: String,
     pub max_permits: i64,
     pub allowed_apps: String,
+    /// The failure mode in a sentence (the tag's title), and as a tag.
     pub failure_mode: &'static str,
+    pub failure_short: &'static str,
     pub enabled: bool,
     /// In shadow mode: it denies no one (its would-be denials are on its page).
     pub shadow: bool,
@@ -367,6 +369,10 @@ impl PolicyRow {
             max_permits: policy.max_permits,
             allowed_apps: policy.allowed_apps.join(", "),
             failure_mode: friendly_name(policy.failure_mode.as_str()),
+            failure_short: match policy.failure_mode.as_str() {
+                "open" => "fails open",
+                _ => "fails closed",
+            },
             enabled: policy.enabled,
             shadow: policy.mode == crate::domain::Mode::Shadow,
             blocked: policy.enabled && policy.mode == crate::domain::Mode::Block,

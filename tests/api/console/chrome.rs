@@ -98,7 +98,9 @@ async fn a_viewer_is_told_the_page_is_read_only_and_names_read_as_words() {
 
     let page = vic.get("/apps/shop").await;
     assert!(page.has(">Token bucket</td>"), "{}", page.body);
-    assert!(page.has(">Fail closed: refuse when Redis is unreachable</small>"));
+    assert!(
+        page.has("title=\"Fail closed: refuse when Redis is unreachable\">fails closed</abbr>")
+    );
     let page = vic.get("/policies/orders.create/overview").await;
     assert!(page.has("<dd>Token bucket</dd>"), "{}", page.body);
 }
