@@ -104,6 +104,8 @@ impl Control {
         let (new_key, grant) = self
             .insert_key(&mut tx, actor, &app, &label, expires_ms, reveal)
             .await?;
+        tx.set_api_key_replaced_by(&old.id, &new_key.id).await?;
+        old.replaced_by = Some(new_key.id.clone());
         tx.record_audit(AuditEntry {
             actor: &actor.name,
             app_slug: Some(&app.slug),
@@ -137,7 +139,14 @@ impl Control {
     ) -> ControlResult<(CreatedKey, KeyGrant)> {
         let secret = Secret::generate(SecretKind::ApiKey);
         let record = tx
-            .insert_api_key(&app.id, label, &secret.hash, &actor.name, expires_ms)
+            .insert_api_key(
+                &app.id,
+                label,
+                &secret.hash,
+                secret.shown_prefix(),
+                &actor.name,
+                expires_ms,
+            )
             .await?;
         tx.record_audit(AuditEntry {
             actor: &actor.name,

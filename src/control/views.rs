@@ -59,6 +59,13 @@ pub struct ApiKeyView {
     pub revoked_at: Option<String>,
     /// When it stops working by itself, if ever (a time in the past: it has expired).
     pub expires_at: Option<String>,
+    /// Its first characters ("rk_key_3fa9"), to tell keys with one label apart; absent
+    /// for a key made before they were kept.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prefix: Option<String>,
+    /// For a key rotated away: the id of the key that replaced it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replaced_by: Option<String>,
 }
 
 impl From<&ApiKeyRecord> for ApiKeyView {
@@ -71,6 +78,8 @@ impl From<&ApiKeyRecord> for ApiKeyView {
             last_used_at: r.last_used_ms.map(rfc3339),
             revoked_at: r.revoked_ms.map(rfc3339),
             expires_at: r.expires_ms.map(rfc3339),
+            prefix: r.key_prefix.clone(),
+            replaced_by: r.replaced_by.clone(),
         }
     }
 }

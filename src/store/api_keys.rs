@@ -13,6 +13,11 @@ pub struct ApiKeyRecord {
     pub revoked_ms: Option<i64>,
     /// When it stops working by itself (Unix ms), if ever.
     pub expires_ms: Option<i64>,
+    /// Its first characters ("rk_key_3fa9"), to tell keys apart; `None` for a key made
+    /// before they were kept.
+    pub key_prefix: Option<String>,
+    /// The key that replaced it in a rotation, if one did.
+    pub replaced_by: Option<String>,
 }
 
 /// What the acquire path needs to know of a live key, loaded into memory by the sync task.
@@ -31,6 +36,7 @@ impl Tx {
         app_id: &str,
         label: &str,
         key_hash: &str,
+        key_prefix: &str,
         created_by: &str,
         expires_ms: Option<i64>,
     ) -> StoreResult<ApiKeyRecord> {
@@ -42,15 +48,18 @@ impl Tx {
             last_used_ms: None,
             revoked_ms: None,
             expires_ms,
+            key_prefix: Some(key_prefix.to_owned()),
+            replaced_by: None,
         };
         sqlx::query(self.sql(
-            "INSERT INTO api_keys (id, app_id, label, key_hash, created_by, created_ms, \
-             expires_ms) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO api_keys (id, app_id, label, key_hash, key_prefix, created_by, \
+             created_ms, expires_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
         ))
         .bind(&record.id)
         .bind(app_id)
         .bind(&record.label)
         .bind(key_hash)
+        .bind(key_prefix)
         .bind(&record.created_by)
         .bind(record.created_ms)
         .bind(record.expires_ms)
@@ -86,13 +95,25 @@ impl Tx {
         key_id: &str,
     ) -> StoreResult<Option<ApiKeyRecord>> {
         Ok(sqlx::query_as(self.sql(
-            "SELECT id, label, created_by, created_ms, last_used_ms, revoked_ms, expires_ms \
-             FROM api_keys WHERE app_id = ? AND id = ? AND revoked_ms IS NULL",
+            "SELECT id, label, created_by, created_ms, last_used_ms, revoked_ms, expires_ms, \
+             key_prefix, replaced_by FROM api_keys \
+             WHERE app_id = ? AND id = ? AND revoked_ms IS NULL",
         ))
         .bind(app_id)
         .bind(key_id)
         .fetch_optional(&mut *self.inner)
         .await?)
+    }
+
+    /// Records that `key_id` was rotated away, replaced by `new_id`.
+    #[tracing::instrument(level = "debug", skip_all, fields(key_id = %key_id))]
+    pub async fn set_api_key_replaced_by(&mut self, key_id: &str, new_id: &str) -> StoreResult<()> {
+        sqlx::query(self.sql("UPDATE api_keys SET replaced_by = ? WHERE id = ?"))
+            .bind(new_id)
+            .bind(key_id)
+            .execute(&mut *self.inner)
+            .await?;
+        Ok(())
     }
 
     /// Sets when a key stops working.
@@ -109,8 +130,8 @@ impl Tx {
     #[tracing::instrument(level = "debug", skip_all, fields(app_id = %app_id))]
     pub async fn list_api_keys(&mut self, app_id: &str) -> StoreResult<Vec<ApiKeyRecord>> {
         Ok(sqlx::query_as(self.sql(
-            "SELECT id, label, created_by, created_ms, last_used_ms, revoked_ms, expires_ms \
-             FROM api_keys WHERE app_id = ? ORDER BY created_ms, id",
+            "SELECT id, label, created_by, created_ms, last_used_ms, revoked_ms, expires_ms, \
+             key_prefix, replaced_by FROM api_keys WHERE app_id = ? ORDER BY created_ms, id",
         ))
         .bind(app_id)
         .fetch_all(&mut *self.inner)

@@ -69,6 +69,10 @@ impl From<&PolicyView> for LimitOnApp {
 pub struct KeyRow {
     pub id: String,
     pub label: String,
+    /// "rk_key_3fa9…", to tell keys with one label apart.
+    pub prefix: Option<String>,
+    /// For a key rotated away: "rk_key_cd34…", the key that replaced it.
+    pub replaced_by: Option<String>,
     pub created_by: String,
     pub created: String,
     pub last_used: String,
@@ -103,7 +107,10 @@ pub struct AppPage {
     pub status_counts: Option<StatusCounts>,
     /// Policies of other applications that allow this one.
     pub limits_on_app: Vec<LimitOnApp>,
+    /// Keys not revoked (working, or expired), oldest first.
     pub keys: Vec<KeyRow>,
+    /// Revoked keys, apart.
+    pub revoked_keys: Vec<KeyRow>,
     /// Keys just made by this session, shown this once (post-redirect-get).
     pub new_keys: Vec<CreatedKey>,
     pub member_form: MemberDraft,
@@ -145,12 +152,22 @@ impl AppPage {
             counts,
         } = table_rows(state, &table, &policies).await;
         let now = now_ms();
-        let keys = app
+        let shown_prefix = |p: &str| format!("{p}…");
+        let prefix_of = |id: &str| {
+            app.keys
+                .iter()
+                .find(|k| k.id == id)
+                .and_then(|k| k.prefix.as_deref())
+                .map_or_else(|| "a newer key".to_owned(), shown_prefix)
+        };
+        let (keys, revoked_keys): (Vec<KeyRow>, Vec<KeyRow>) = app
             .keys
             .iter()
             .map(|k| KeyRow {
                 id: k.id.clone(),
                 label: k.label.clone(),
+                prefix: k.prefix.as_deref().map(shown_prefix),
+                replaced_by: k.replaced_by.as_deref().map(prefix_of),
                 created_by: k.created_by.clone(),
                 created: short_time(&k.created_at),
                 last_used: k
@@ -164,7 +181,7 @@ impl AppPage {
                 expiry: super::page_parts::expiry_text(k.expires_at.as_deref(), now),
                 expired: super::page_parts::has_expired(k.expires_at.as_deref(), now),
             })
-            .collect();
+            .partition(|k| k.revoked.is_none());
         let settings = super::page_parts::SettingsDraft::of(&app.app);
         Ok(Self {
             chrome: signed_in.chrome("apps"),
@@ -181,6 +198,7 @@ impl AppPage {
                 .map(|(p, counts)| LimitOnApp::of(p, counts))
                 .collect(),
             keys,
+            revoked_keys,
             app,
             new_keys: Vec::new(),
             member_form: MemberDraft::default(),

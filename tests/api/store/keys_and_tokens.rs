@@ -12,15 +12,29 @@ async fn api_keys_are_listed_granted_revoked_and_touched(db: Db) {
     let shop = add_app(&mut tx, "shop").await;
     let blog = add_app(&mut tx, "blog").await;
     let k1 = tx
-        .insert_api_key(&shop.id, "checkout", &"a".repeat(64), "ann", None)
+        .insert_api_key(
+            &shop.id,
+            "checkout",
+            &"a".repeat(64),
+            "rk_key_aaaa",
+            "ann",
+            None,
+        )
         .await
         .unwrap();
     let k2 = tx
-        .insert_api_key(&shop.id, "rotation", &"b".repeat(64), "ann", None)
+        .insert_api_key(
+            &shop.id,
+            "rotation",
+            &"b".repeat(64),
+            "rk_key_bbbb",
+            "ann",
+            None,
+        )
         .await
         .unwrap();
     let k3 = tx
-        .insert_api_key(&blog.id, "cms", &"c".repeat(64), "bob", None)
+        .insert_api_key(&blog.id, "cms", &"c".repeat(64), "rk_key_cccc", "bob", None)
         .await
         .unwrap();
     tx.commit().await.unwrap();
@@ -105,7 +119,14 @@ async fn api_keys_are_listed_granted_revoked_and_touched(db: Db) {
 
     // The same key text twice is refused.
     let err = tx
-        .insert_api_key(&blog.id, "copy", &"a".repeat(64), "bob", None)
+        .insert_api_key(
+            &blog.id,
+            "copy",
+            &"a".repeat(64),
+            "rk_key_aaaa",
+            "bob",
+            None,
+        )
         .await
         .unwrap_err();
     assert!(matches!(err, StoreError::Conflict), "{err:?}");

@@ -25,9 +25,16 @@ async fn a_transaction_dropped_without_commit_leaves_nothing(db: Db) {
         tx.set_membership(&kept.id, &ann.id, MemberRole::Viewer)
             .await
             .unwrap();
-        tx.insert_api_key(&kept.id, "ghost", &"f".repeat(64), "ann", None)
-            .await
-            .unwrap();
+        tx.insert_api_key(
+            &kept.id,
+            "ghost",
+            &"f".repeat(64),
+            "rk_key_ffff",
+            "ann",
+            None,
+        )
+        .await
+        .unwrap();
         let policy = tx
             .insert_policy(&kept.id, &spec("kept.policy", "kept", 1.0, 1, &["kept"]))
             .await
