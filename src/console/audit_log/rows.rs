@@ -65,6 +65,43 @@ fn entity(event: &AuditView) -> String {
     event.entity_id.clone()
 }
 
+/// A key's or token's events in words: a revocation is one change of status, a rotation
+/// says until when the old key works and that a new one replaced it (the event holds the
+/// old key before and after, not a before and after of one shape). `None`: the changes
+/// are the usual field-by-field diff.
+fn credential_changes(event: &AuditView) -> Option<Vec<Change>> {
+    if !matches!(event.entity_type.as_str(), "api_key" | "access_token") {
+        return None;
+    }
+    let change = |field: &str, before: Option<&str>, after: &str| Change {
+        field: field.to_owned(),
+        before: before.map(str::to_owned),
+        after: Some(after.to_owned()),
+    };
+    match event.action.as_str() {
+        "revoke" => Some(vec![change(
+            "status",
+            Some("working"),
+            "revoked: refused from then on",
+        )]),
+        "rotate" => {
+            let old = event.after.as_ref().map(|a| &a["old_key"]);
+            let until = old
+                .and_then(|o| o["expires_at"].as_str())
+                .map_or_else(|| "unchanged".to_owned(), short_time);
+            Some(vec![
+                change("old key works until", None, &until),
+                change(
+                    "replaced by",
+                    None,
+                    "a new key with the same label (created in the same moment)",
+                ),
+            ])
+        }
+        _ => None,
+    }
+}
+
 impl From<AuditView> for AuditRow {
     fn from(e: AuditView) -> Self {
         Self {
@@ -77,7 +114,8 @@ impl From<AuditView> for AuditRow {
                 _ => None,
             },
             action: action(&e),
-            changes: changes(e.before.as_ref(), e.after.as_ref()),
+            changes: credential_changes(&e)
+                .unwrap_or_else(|| changes(e.before.as_ref(), e.after.as_ref())),
             at_iso: e.at,
             actor: e.actor,
             app: e.app.unwrap_or_default(),

@@ -334,3 +334,44 @@ async fn an_empty_log_says_whose_changes_it_would_show() {
         none.body
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn key_rotations_and_revocations_read_as_words() {
+    let app = spawn_app(Db::Sqlite).await;
+    shop_and_people(&app).await;
+    let shop = super::admin_reads(&app, "/api/v1/apps/shop").await;
+    let id = shop["keys"][0]["id"].as_str().unwrap().to_owned();
+    let r = app
+        .post(
+            &format!("/api/v1/apps/shop/keys/{id}/rotate"),
+            &app.admin_token,
+            json!({"old_key_expires_at": "2031-01-31T18:00:00Z"}),
+        )
+        .await;
+    expect_status(r, StatusCode::CREATED).await;
+    let r = app
+        .send(
+            "DELETE",
+            &format!("/api/v1/apps/shop/keys/{id}"),
+            &app.admin_token,
+            None,
+        )
+        .await;
+    expect_status(r, StatusCode::NO_CONTENT).await;
+
+    let mut admin = app.sign_in_as_admin().await;
+    let page = admin.get("/audit").await;
+    let text = html_unescape(&strip_tags(&page.body))
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+        // The arrow's words for screen readers.
+        .replace("→ becomes", "→");
+    assert!(
+        text.contains("old key works until: 2031-01-31 18:00:00 UTC"),
+        "{text}"
+    );
+    assert!(text.contains("status: working → revoked"), "{text}");
+    assert!(!text.contains("(removed)"), "{text}");
+    assert!(!text.contains("{\""), "no raw JSON: {text}");
+}
