@@ -38,6 +38,11 @@ impl FormErrors {
         }
     }
 
+    /// Whether there is no error at all.
+    pub fn is_empty(&self) -> bool {
+        self.by_field.is_empty() && self.general.is_empty()
+    }
+
     /// The messages for one field, joined.
     pub fn get(&self, field: &str) -> Option<String> {
         let messages: Vec<&str> = self

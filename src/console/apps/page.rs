@@ -212,6 +212,22 @@ impl AppPage {
     }
 }
 
+impl AppPage {
+    /// The sections whose form came back with errors, as (id, title): the top of the
+    /// page links to them, as the form itself may be several screens down.
+    pub fn sections_with_errors(&self) -> Vec<(&'static str, &'static str)> {
+        [
+            ("members", "Members", &self.member_errors),
+            ("keys", "API keys", &self.key_errors),
+            ("settings", "Settings", &self.settings_errors),
+        ]
+        .into_iter()
+        .filter(|(_, _, errors)| !errors.is_empty())
+        .map(|(id, title, _)| (id, title))
+        .collect()
+    }
+}
+
 /// The page again with a form's errors (422), keeping what was typed.
 pub async fn with_errors(
     state: &AppState,

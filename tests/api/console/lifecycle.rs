@@ -261,6 +261,19 @@ async fn a_key_with_an_expiry_from_the_console() {
         .await;
     page.assert_status(StatusCode::UNPROCESSABLE_ENTITY);
     assert!(page.has("id=\"expires_at-error\""));
+    // The form is far down the page: its top says so, with a link to it.
+    let summary = page
+        .body
+        .find("id=\"form-errors\"")
+        .expect("a message at the top");
+    assert!(summary < page.body.find("id=\"policies\"").unwrap());
+    assert!(
+        page.has("Nothing was saved: the form under <a href=\"#keys\">API keys</a> has an error"),
+        "{}",
+        page.body
+    );
+    let fine = olga.get("/apps/shop").await;
+    assert!(!fine.has("id=\"form-errors\""));
     olga.post_form(
         "/apps/shop/keys",
         &[("label", "temp"), ("expires_at", "2999-05-01T12:30")],
