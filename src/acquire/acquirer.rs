@@ -139,6 +139,9 @@ impl Acquirer {
     ) -> Result<Acquired, Refusal> {
         let started = Instant::now();
         let answer = self.decide(app, name, permits, key).await;
+        if matches!(answer, Err(Refusal::NoSuchPolicy)) {
+            self.tally.count_unknown_policy(app.as_str());
+        }
         self.metrics
             .acquire_seconds
             .observe(started.elapsed().as_secs_f64());

@@ -26,18 +26,29 @@ pub fn unix_minute_now() -> i64 {
 /// The counts of `taken` summed per owning application (`snapshot` knows the owners; a
 /// policy deleted meanwhile counts for none). A shadow policy's would-be denials were
 /// granted: they count as grants of the application, which denied no one, and apart.
-fn per_app(taken: &[Taken], snapshot: &Snapshot) -> Vec<AppFlush> {
+fn per_app(
+    taken: &[Taken],
+    unknown_policy: HashMap<String, u64>,
+    snapshot: &Snapshot,
+) -> Vec<AppFlush> {
     let mut apps: HashMap<String, AppFlush> = HashMap::new();
+    let blank = |app: String| AppFlush {
+        app,
+        granted: 0,
+        denied: 0,
+        shadow_denied: 0,
+        unavailable: 0,
+        unknown_policy: 0,
+    };
+    for (app, n) in unknown_policy {
+        apps.entry(app.clone())
+            .or_insert_with(|| blank(app))
+            .unknown_policy += n;
+    }
     for t in taken {
         if let Some(entry) = snapshot.policy(&t.policy) {
             let app = entry.owner_app.to_string();
-            let sums = apps.entry(app.clone()).or_insert_with(|| AppFlush {
-                app,
-                granted: 0,
-                denied: 0,
-                shadow_denied: 0,
-                unavailable: 0,
-            });
+            let sums = apps.entry(app.clone()).or_insert_with(|| blank(app));
             sums.granted += t.counts.granted + t.counts.shadow_denied;
             sums.denied += t.counts.denied;
             sums.shadow_denied += t.counts.shadow_denied;
@@ -108,7 +119,15 @@ pub async fn run_flusher(
         let minute = unix_minute_now();
         let mut taken = tallies.take();
         add_held(&mut taken, &mut held);
-        let apps = per_app(&taken, &snapshot);
+        let apps = per_app(&taken, tallies.take_unknown_policy(), &snapshot);
+        // Applications with nothing but acquires that named no policy: no policy chunk
+        // carries them.
+        if taken.is_empty()
+            && !apps.is_empty()
+            && let Err(e) = limiter.add_flush(minute, &[], &apps).await
+        {
+            tracing::warn!(error = %e, apps = apps.len(), "decision counts not stored");
+        }
         // A pipeline per FLUSH_CHUNK policies: its commands are built in memory before they
         // are sent, and 10,000 busy policies in one pipeline took some 30 MB every flush.
         for (i, chunk) in taken.chunks(FLUSH_CHUNK).enumerate() {

@@ -115,6 +115,9 @@ pub struct Tally {
     // Locked by its worker for each decision and by the flusher every few seconds: never
     // contended between workers.
     by_policy: Mutex<HashMap<Box<str>, PolicyTally>>,
+    /// Acquires that named no policy (404), per calling application: by application, not
+    /// by the name asked for, which any client could make up without end.
+    unknown_policy: Mutex<HashMap<Box<str>, u64>>,
 }
 
 /// What a flush takes of one policy: its counts, and its top callers by outcome.
@@ -143,6 +146,17 @@ impl Tally {
     /// A decision counted without its caller (granted without Redis, failing open).
     pub fn count(&self, policy: &str, decision: Decision) {
         self.with_policy(policy, |top| top.counts.add(decision));
+    }
+
+    /// An acquire by `app` that named no policy.
+    pub fn count_unknown_policy(&self, app: &str) {
+        let mut by_app = self.unknown_policy.lock().expect("tally lock");
+        match by_app.get_mut(app) {
+            Some(n) => *n += 1,
+            None => {
+                by_app.insert(app.into(), 1);
+            }
+        }
     }
 
     /// An acquire of `policy` refused because Redis could not be reached (no caller is
@@ -193,6 +207,19 @@ impl TallyRegistry {
             .expect("registry lock")
             .push(top.clone());
         top
+    }
+
+    /// Takes every worker's acquires that named no policy, summed per application.
+    pub fn take_unknown_policy(&self) -> HashMap<String, u64> {
+        let workers = self.workers.lock().expect("registry lock").clone();
+        let mut merged: HashMap<String, u64> = HashMap::new();
+        for worker in &workers {
+            let taken = std::mem::take(&mut *worker.unknown_policy.lock().expect("tally lock"));
+            for (app, n) in taken {
+                *merged.entry(app.into_string()).or_default() += n;
+            }
+        }
+        merged
     }
 
     /// Takes every worker's tally, merged per policy.

@@ -223,6 +223,7 @@ mod tests {
             denied,
             shadow_denied: 0,
             unavailable: 0,
+            unknown_policy: 0,
         }
     }
 

@@ -18,6 +18,9 @@ pub struct Recent {
     pub shadow_denied: u64,
     /// Refused (503) because Redis could not be reached (fail closed).
     pub unavailable: u64,
+    /// An application's acquires that named no policy (404): clients calling a policy
+    /// deleted or renamed, or never made. Not among the others' share.
+    pub unknown_policy: u64,
 }
 
 /// A badge: its CSS class and its words.
@@ -35,6 +38,7 @@ impl Recent {
             denied: r.denied + m.denied,
             shadow_denied: r.shadow_denied + m.shadow_denied,
             unavailable: r.unavailable + m.unavailable,
+            unknown_policy: r.unknown_policy + m.unknown_policy,
         })
     }
 
@@ -70,6 +74,11 @@ impl Recent {
                 "would-deny",
                 format!("Would deny {}", percent(self.share(self.shadow_denied))),
             )
+        } else if self.unknown_policy > 0 {
+            (
+                "denying-some",
+                format!("{} named no policy", self.unknown_policy),
+            )
         } else if self.granted > 0 {
             ("ok", "No denials".to_owned())
         } else {
@@ -93,6 +102,9 @@ impl Recent {
                 ", {} refused with 503: Redis unreachable",
                 self.unavailable
             ));
+        }
+        if self.unknown_policy > 0 {
+            words.push_str(&format!(", {} named no policy (404)", self.unknown_policy));
         }
         words
     }
@@ -145,6 +157,7 @@ mod tests {
             denied,
             shadow_denied,
             unavailable: 0,
+            unknown_policy: 0,
         }
     }
 

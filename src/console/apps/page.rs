@@ -105,6 +105,9 @@ pub struct AppPage {
     /// How many of the policies that pass the name filter deny, would deny or are at
     /// their limit (when the table read them all).
     pub status_counts: Option<StatusCounts>,
+    /// The application's own counts of the last minutes (its acquires that named no
+    /// policy among them); `None` when Redis cannot be reached.
+    pub app_recent: Option<Recent>,
     /// Policies of other applications that allow this one.
     pub limits_on_app: Vec<LimitOnApp>,
     /// Keys not revoked (working, or expired), oldest first.
@@ -145,6 +148,11 @@ impl AppPage {
         let policies = state.control.list_policies(actor, Some(slug)).await?;
         let limits_on_app = state.control.limits_on_app(actor, slug).await?;
         let on_app_counts = state.control.app_on_policies(slug, &limits_on_app).await;
+        let app_recent = state
+            .control
+            .apps_activity(&[slug])
+            .await
+            .and_then(|counts| counts.first().map(|c| Recent::of(std::slice::from_ref(c))));
         let TableRows {
             rows,
             matching,
@@ -192,6 +200,7 @@ impl AppPage {
             matching,
             pages,
             status_counts: counts,
+            app_recent,
             limits_on_app: limits_on_app
                 .iter()
                 .zip(on_app_counts)

@@ -125,3 +125,37 @@ async fn an_application_of_only_would_be_denials_is_amber_not_green() {
     .await;
     assert!(listed, "{}", admin.get("/apps").await.body);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn acquires_of_a_policy_that_does_not_exist_are_counted_per_application() {
+    let app = spawn_app(Db::Sqlite).await;
+    app.create_app("shop").await;
+    let key = app.create_key("shop").await;
+    app.create_policy(json!({"name": "orders", "owner_app": "shop", "rate": 1,
+                             "max_permits": 5}))
+        .await;
+    for name in ["orders.old", "orders.old", "typo"] {
+        assert_eq!(
+            app.acquire(&key, name, 1).await.status(),
+            StatusCode::NOT_FOUND
+        );
+    }
+    let mut admin = app.sign_in_as_admin().await;
+    let listed = eventually(Duration::from_secs(10), || {
+        let mut admin = admin.clone();
+        async move {
+            admin
+                .get("/apps")
+                .await
+                .has("0 granted, 0 denied, 3 named no policy (404)")
+        }
+    })
+    .await;
+    assert!(listed, "{}", admin.get("/apps").await.body);
+    let page = admin.get("/apps/shop").await;
+    assert!(
+        page.has("<span class=\"badge denying-some\">3 named no policy</span>"),
+        "{}",
+        page.body
+    );
+}

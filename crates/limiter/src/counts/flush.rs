@@ -25,6 +25,8 @@ pub struct AppFlush {
     pub shadow_denied: u64,
     /// Refused (503) for want of Redis, not in the others.
     pub unavailable: u64,
+    /// Acquires that named no policy (404), not in the others.
+    pub unknown_policy: u64,
 }
 
 /// One instance's decisions on one policy over a flush: its counts and its top callers.
@@ -106,6 +108,15 @@ impl Limiter {
                 &[saturated(app.granted), saturated(app.denied)],
                 KEEP_MINUTES_MS,
             );
+            if app.unknown_policy > 0 {
+                add_counts(
+                    &mut pipe,
+                    &self.keys.usage_app_unknown_minutes(&app.app, hour),
+                    minute.rem_euclid(60),
+                    &[saturated(app.unknown_policy)],
+                    KEEP_MINUTES_MS,
+                );
+            }
             if app.unavailable > 0 {
                 add_counts(
                     &mut pipe,

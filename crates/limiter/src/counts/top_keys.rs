@@ -157,6 +157,7 @@ impl Limiter {
                     denied: sum(1),
                     shadow_denied: sum(2),
                     unavailable: 0,
+                    unknown_policy: 0,
                 }
             })
             .collect())

@@ -33,6 +33,8 @@ pub struct MinuteCounts {
     /// Refused with 503 because Redis could not be reached by a fail-closed policy (not
     /// in the others: no decision was taken). Only the tables read it.
     pub unavailable: u64,
+    /// Of an application's counts only: acquires that named no policy (404).
+    pub unknown_policy: u64,
 }
 
 /// The `i`th big-endian u32 of a usage string; zero past its end (nothing counted there).
@@ -230,6 +232,7 @@ impl Limiter {
             for key_of in [
                 KeySpace::usage_app_shadow_minutes,
                 KeySpace::usage_app_unavailable_minutes,
+                KeySpace::usage_app_unknown_minutes,
             ] {
                 for (h, (start, end)) in &reads {
                     pipe.cmd("GETRANGE")
@@ -242,10 +245,11 @@ impl Limiter {
         let mut conn = self.conn.clone();
         let replies: Vec<Vec<u8>> = self.timed(pipe.query_async(&mut conn)).await?;
         Ok(replies
-            .chunks(3 * reads.len())
+            .chunks(4 * reads.len())
             .map(|strings| {
                 let (pairs_read, rest) = strings.split_at(reads.len());
-                let (shadow_read, unavailable_read) = rest.split_at(reads.len());
+                let (shadow_read, rest) = rest.split_at(reads.len());
+                let (unavailable_read, unknown_read) = rest.split_at(reads.len());
                 let (granted, denied) = pairs_read
                     .iter()
                     .flat_map(|bytes| pairs(bytes, bytes.len() / PAIR_BYTES))
@@ -258,6 +262,7 @@ impl Limiter {
                     denied,
                     shadow_denied,
                     unavailable: sum_u32s(unavailable_read),
+                    unknown_policy: sum_u32s(unknown_read),
                 }
             })
             .collect())
