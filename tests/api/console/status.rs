@@ -9,6 +9,15 @@ use serde_json::json;
 
 use crate::helpers::*;
 
+/// Whether `path` says `text` within 10 s (the counts reach Redis with a flush every 2 s).
+async fn page_comes_to_say(browser: &Browser, path: &str, text: &str) -> bool {
+    eventually(Duration::from_secs(10), || {
+        let mut browser = browser.clone();
+        async move { browser.get(path).await.has(text) }
+    })
+    .await
+}
+
 fn rows(page: &Page) -> Vec<String> {
     page.body
         .split("<tr data-policy=\"")
@@ -82,15 +91,11 @@ async fn denials_and_would_be_denials_are_told_apart_and_come_first() {
     }
 
     // The applications list: the application's share denied and its would-be denials.
-    let listed = eventually(Duration::from_secs(10), || {
-        let mut admin = admin.clone();
-        async move {
-            admin
-                .get("/apps")
-                .await
-                .has("2 granted, 3 denied (38%), 3 would have been denied")
-        }
-    })
+    let listed = page_comes_to_say(
+        &admin,
+        "/apps",
+        "2 granted, 3 denied (38%), 3 would have been denied",
+    )
     .await;
     let apps = admin.get("/apps").await;
     assert!(listed, "{}", apps.body);
@@ -113,15 +118,11 @@ async fn an_application_of_only_would_be_denials_is_amber_not_green() {
         app.acquire(&key, "trial", 1).await;
     }
     let mut admin = app.sign_in_as_admin().await;
-    let listed = eventually(Duration::from_secs(10), || {
-        let mut admin = admin.clone();
-        async move {
-            admin
-                .get("/apps")
-                .await
-                .has("<span class=\"badge would-deny\">Would deny 50%</span>")
-        }
-    })
+    let listed = page_comes_to_say(
+        &admin,
+        "/apps",
+        "<span class=\"badge would-deny\">Would deny 50%</span>",
+    )
     .await;
     assert!(listed, "{}", admin.get("/apps").await.body);
 }
@@ -141,15 +142,11 @@ async fn acquires_of_a_policy_that_does_not_exist_are_counted_per_application() 
         );
     }
     let mut admin = app.sign_in_as_admin().await;
-    let listed = eventually(Duration::from_secs(10), || {
-        let mut admin = admin.clone();
-        async move {
-            admin
-                .get("/apps")
-                .await
-                .has("0 granted, 0 denied, 3 named no policy (404)")
-        }
-    })
+    let listed = page_comes_to_say(
+        &admin,
+        "/apps",
+        "0 granted, 0 denied, 3 named no policy (404)",
+    )
     .await;
     assert!(listed, "{}", admin.get("/apps").await.body);
     let page = admin.get("/apps/shop").await;

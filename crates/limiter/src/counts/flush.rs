@@ -5,7 +5,10 @@
 
 use futures_util::future::join_all;
 
-use crate::client::{Limiter, LimiterError, scripts};
+use crate::client::{KeySpace, Limiter, LimiterError, scripts};
+
+/// The name of a usage string of one application and hour (see `KeySpace`).
+type UsageKey = fn(&KeySpace, &str, i64) -> String;
 
 use super::top_keys::{KEEP, KEEP_MS, TopBatch};
 use super::usage::{KEEP_HOURS_MS, KEEP_MINUTES_MS, add_counts};
@@ -108,30 +111,18 @@ impl Limiter {
                 &[saturated(app.granted), saturated(app.denied)],
                 KEEP_MINUTES_MS,
             );
-            if app.unknown_policy > 0 {
+            // The rarer counts, one u32 a minute each, only when there are some.
+            let one_a_minute: [(u64, UsageKey); 3] = [
+                (app.shadow_denied, KeySpace::usage_app_shadow_minutes),
+                (app.unavailable, KeySpace::usage_app_unavailable_minutes),
+                (app.unknown_policy, KeySpace::usage_app_unknown_minutes),
+            ];
+            for (n, key_of) in one_a_minute.into_iter().filter(|(n, _)| *n > 0) {
                 add_counts(
                     &mut pipe,
-                    &self.keys.usage_app_unknown_minutes(&app.app, hour),
+                    &key_of(&self.keys, &app.app, hour),
                     minute.rem_euclid(60),
-                    &[saturated(app.unknown_policy)],
-                    KEEP_MINUTES_MS,
-                );
-            }
-            if app.unavailable > 0 {
-                add_counts(
-                    &mut pipe,
-                    &self.keys.usage_app_unavailable_minutes(&app.app, hour),
-                    minute.rem_euclid(60),
-                    &[saturated(app.unavailable)],
-                    KEEP_MINUTES_MS,
-                );
-            }
-            if app.shadow_denied > 0 {
-                add_counts(
-                    &mut pipe,
-                    &self.keys.usage_app_shadow_minutes(&app.app, hour),
-                    minute.rem_euclid(60),
-                    &[saturated(app.shadow_denied)],
+                    &[saturated(n)],
                     KEEP_MINUTES_MS,
                 );
             }
