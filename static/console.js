@@ -61,9 +61,14 @@
       var params = new URLSearchParams(window.location.search);
       var query = new URLSearchParams();
       ['q', 'sort', 'page'].forEach(function (k) { if (params.get(k)) { query.set(k, params.get(k)); } });
-      var seen = [];
-      section.querySelectorAll('tr[data-policy]').forEach(function (row) { seen.push(row.getAttribute('data-digest') || ''); });
+      var seen = [], rows = [];
+      section.querySelectorAll('tr[data-policy]').forEach(function (row) {
+        seen.push(row.getAttribute('data-digest') || '');
+        rows.push(row.getAttribute('data-policy'));
+      });
       query.set('seen', seen.join('.'));
+      // Only the rows on screen are read again, whatever their order.
+      query.set('rows', rows.join(','));
       return base + '?' + query.toString();
     }
     function apply(p) {

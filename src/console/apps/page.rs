@@ -294,6 +294,21 @@ struct TableRows {
     counts: Option<StatusCounts>,
 }
 
+/// The policies named by a refresh's `rows` (the names on screen, comma-separated, in
+/// order), of those the actor may see; `None` when it names none, or more than a page.
+fn on_screen(rows: &str, policies: &[PolicyView]) -> Option<Vec<PolicyView>> {
+    let names: Vec<&str> = rows.split(',').filter(|n| !n.is_empty()).collect();
+    if names.is_empty() || names.len() > PAGE_SIZE {
+        return None;
+    }
+    Some(
+        names
+            .iter()
+            .filter_map(|n| policies.iter().find(|p| p.name == *n).cloned())
+            .collect(),
+    )
+}
+
 #[derive(Debug, Default, serde::Deserialize)]
 pub struct ShowQuery {
     #[serde(flatten)]
@@ -332,7 +347,18 @@ pub async fn live(
         .control
         .list_policies(&signed_in.actor, Some(&slug))
         .await?;
-    let rows = table_rows(&state, &table, &policies).await.rows;
+    let rows = match on_screen(&query.rows, &policies) {
+        // The rows the page shows, in its order: only their state is read, however the
+        // page was sorted (its order changes at a reload, not at a refresh).
+        Some(shown) => {
+            let live = state.control.live_state_of(&shown).await;
+            shown
+                .iter()
+                .map(|p| PolicyRow::new(p, live.iter().find(|l| l.name == p.name)))
+                .collect()
+        }
+        None => table_rows(&state, &table, &policies).await.rows,
+    };
     let digests: Vec<&str> = rows.iter().map(|r| r.live.digest.as_str()).collect();
     Ok(HttpResponse::Ok()
         .insert_header(CacheControl(vec![CacheDirective::NoStore]))

@@ -40,6 +40,10 @@ pub struct TableQuery {
     /// of a live refresh.
     #[serde(default)]
     pub seen: String,
+    /// The policies on screen, in row order, joined by ',' (policy names hold no comma):
+    /// a live refresh reads only these.
+    #[serde(default)]
+    pub rows: String,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

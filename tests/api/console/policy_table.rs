@@ -119,3 +119,25 @@ async fn a_live_refresh_sends_only_the_rows_that_changed() {
     assert_eq!(names.len(), 10);
     assert_eq!(names[0], "p050");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_live_refresh_reads_only_the_rows_on_screen() {
+    let app = spawn_app(Db::Sqlite).await;
+    shop_with_policies(&app, 60).await;
+    let mut admin = app.sign_in_as_admin().await;
+    // The page's script names its rows: only those come back, in its order, however
+    // the page was sorted.
+    let live = admin
+        .get("/apps/shop/live?sort=attention&rows=p007,p003,nothing-such")
+        .await;
+    live.assert_status(StatusCode::OK);
+    let body: Value = live.json();
+    let names: Vec<&str> = body["policies"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["p007", "p003"]);
+    assert_eq!(body["digests"].as_array().unwrap().len(), 2);
+}
