@@ -213,7 +213,12 @@ def run(server):
     live = "/apps/bench/live"
     full, _ = browser.get(live)
     digests = json.loads(full).get("digests", [])  # an older server sends none
-    seen_path = f"{live}?seen={'.'.join(digests)}"
+    # As the page's script asks: the digests and the names of the rows on screen (an
+    # older server ignores the names and reads the page again).
+    on_screen = [n.decode() for n in re.findall(rb'<tr data-policy="([^"]+)"', body)]
+    seen_path = (
+        f"{live}?seen={'.'.join(digests)}&rows={urllib.parse.quote(','.join(on_screen))}"
+    )
     unchanged, _ = browser.get(seen_path)
 
     # Redis commands of one refresh: the same span idle, then SAMPLES refreshes.
