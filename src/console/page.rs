@@ -74,6 +74,9 @@ impl Notice {
             "policy-rolled-back" => {
                 "Rolled back: a new version with those settings is saved, and Redis has it."
             }
+            "policy-recreated" => {
+                "Policy created again as it was when it was deleted. Redis has it already."
+            }
             "policy-deleted" => "Policy deleted, and its bucket removed from Redis.",
             "bucket-reset" => "Bucket reset to full. The audit log records who did it.",
             "member-saved" => "Member saved.",

@@ -81,6 +81,10 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
             )
             .route("/policies/{name:.+}/reset", web::post().to(policies::reset))
             .route(
+                "/policies/{name:.+}/recreate",
+                web::post().to(policies::recreate),
+            )
+            .route(
                 "/policies/{name:.+}/history",
                 web::get().to(policies::history),
             )

@@ -11,6 +11,8 @@ mod apps;
 mod audit;
 pub use audit::AuditPage;
 mod buckets;
+mod deleted_policies;
+pub use deleted_policies::DeletedPolicy;
 mod descriptors;
 mod desired;
 mod flashes;

@@ -28,7 +28,7 @@ pub struct PolicyHistory {
     pub before_page: Option<PolicyVersionView>,
 }
 
-fn version_view(current: &PolicyRecord, v: PolicyVersionRecord) -> PolicyVersionView {
+pub(super) fn version_view(current: &PolicyRecord, v: PolicyVersionRecord) -> PolicyVersionView {
     let as_record = PolicyRecord {
         id: current.id.clone(),
         spec: v.spec,

@@ -130,6 +130,13 @@ struct VersionRow {
     policy_json: String,
 }
 
+#[derive(sqlx::FromRow)]
+struct NamedVersionRow {
+    policy_id: String,
+    #[sqlx(flatten)]
+    version: VersionRow,
+}
+
 impl VersionRow {
     fn parse(self) -> StoreResult<PolicyVersionRecord> {
         let json: PolicyJson = serde_json::from_str(&self.policy_json).map_err(|e| {
@@ -198,6 +205,24 @@ impl Tx {
         .fetch_all(&mut *self.inner)
         .await?;
         rows.into_iter().map(VersionRow::parse).collect()
+    }
+
+    /// The newest version saved under the name `name`, with its policy's id: after a
+    /// delete, the version the policy had when it was deleted.
+    #[tracing::instrument(level = "debug", skip_all, fields(name = %name))]
+    pub async fn newest_version_named(
+        &mut self,
+        name: &str,
+    ) -> StoreResult<Option<(String, PolicyVersionRecord)>> {
+        let row: Option<NamedVersionRow> = sqlx::query_as(self.sql(
+            "SELECT policy_id, version, action, restored_version, author, at_ms, policy_json \
+             FROM policy_versions WHERE policy_name = ? ORDER BY at_ms DESC, version DESC LIMIT 1",
+        ))
+        .bind(name)
+        .fetch_optional(&mut *self.inner)
+        .await?;
+        row.map(|r| Ok((r.policy_id, r.version.parse()?)))
+            .transpose()
     }
 
     /// One version of the policy `policy_id`.

@@ -62,7 +62,7 @@ fn what(v: &PolicyVersionView) -> String {
 }
 
 /// The policy's fields that make up a version (not its number or times).
-fn settings(policy: &PolicyView) -> serde_json::Value {
+pub(super) fn settings(policy: &PolicyView) -> serde_json::Value {
     let mut json = serde_json::to_value(policy).unwrap_or_default();
     if let Some(object) = json.as_object_mut() {
         for bookkeeping in ["version", "created_at", "updated_at"] {

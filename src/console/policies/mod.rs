@@ -19,6 +19,7 @@ use crate::state::AppState;
 
 mod amounts;
 mod delete;
+mod deleted;
 mod descriptors_text;
 mod editable;
 mod form;
@@ -29,6 +30,7 @@ mod overrides_text;
 mod overview;
 
 pub use delete::{confirm_delete, delete};
+pub use deleted::recreate;
 pub use history::{rollback, show as history};
 pub use overview::{REFRESH_MS, limit_status, reset, show};
 

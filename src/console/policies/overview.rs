@@ -229,7 +229,12 @@ pub async fn show(
     }
     let query = query.into_inner();
     let key = query.key.unwrap_or_default();
-    let (mut page, status) = load(&state, &signed_in, &name, key).await?;
+    let (mut page, status) = match load(&state, &signed_in, &name, key).await {
+        Err(e @ ConsoleError::NotFound(_)) => {
+            return super::deleted::page_or_not_found(&state, &signed_in, &name, e).await;
+        }
+        loaded => loaded?,
+    };
     page.chrome = page.chrome.with_notice(&query.notice);
     render_status(&page, status)
 }

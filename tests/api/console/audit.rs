@@ -35,21 +35,6 @@ fn audit_rows(page: &Page) -> Vec<[String; 4]> {
         .collect()
 }
 
-/// The text of some HTML, its tags left out.
-pub(super) fn strip_tags(html: &str) -> String {
-    let mut out = String::new();
-    let mut in_tag = false;
-    for c in html.chars() {
-        match c {
-            '<' => in_tag = true,
-            '>' => in_tag = false,
-            c if !in_tag => out.push(c),
-            _ => {}
-        }
-    }
-    out
-}
-
 /// The target of the link with this `rel`, if the page has one.
 fn link(page: &Page, rel: &str) -> Option<String> {
     let at = page.body.find(&format!("rel=\"{rel}\""))?;

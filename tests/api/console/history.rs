@@ -22,7 +22,7 @@ pub(super) fn entry(page: &Page, version: i64) -> String {
         .find("<li id=\"version-")
         .or_else(|| rest.find("</ol>"))
         .map_or(page.body.len(), |e| e + start + 1);
-    html_unescape(&super::audit::strip_tags(&page.body[start..end]))
+    html_unescape(&strip_tags(&page.body[start..end]))
         .split_whitespace()
         .collect::<Vec<_>>()
         .join(" ")
@@ -129,3 +129,66 @@ on_every_backend!(
     owner_rolls_back_in_console,
     an_owner_sees_each_version_and_rolls_back
 );
+
+/// A deleted policy keeps a page at its address: who deleted it and when, the settings it
+/// had, its history; owners may create it again from that version, viewers only read.
+async fn a_deleted_policy_keeps_a_page(db: Db) {
+    let app = spawn_app(db).await;
+    shop_and_people(&app).await;
+    let mut olga = app.sign_in("olga").await;
+    olga.post_form("/apps/shop/policies", &policy_fields("p1", "5"))
+        .await
+        .assert_redirect("/apps/shop?done=policy-created");
+    let form = olga.get("/policies/p1/edit").await;
+    olga.submit(&form, "/policies/p1/edit", &[("max_permits", "8")])
+        .await
+        .assert_redirect("/apps/shop?done=policy-updated");
+    let confirm = olga.get("/policies/p1/delete").await;
+    olga.submit(&confirm, "/policies/p1/delete", &[])
+        .await
+        .assert_redirect("/apps/shop?done=policy-deleted");
+
+    // The audit log's link to it leads to this page, for a viewer too (without a button).
+    let mut vic = app.sign_in("vic").await;
+    assert!(vic.get("/audit").await.has("href=\"/policies/p1\""));
+    let page = vic.get("/policies/p1").await;
+    page.assert_status(StatusCode::OK);
+    let summary = page.text_of("deleted-summary").expect("the summary");
+    assert!(
+        summary.contains("olga deleted it") && summary.contains("at version 2"),
+        "{summary}"
+    );
+    let last = page.text_of("last-version").expect("the last version");
+    assert!(last.contains("max permits: 8"), "{last}");
+    assert!(entry(&page, 2).contains("max permits: 5 → 8"));
+    assert!(entry(&page, 1).contains("Created by olga"));
+    assert!(!page.has("Recreate from this version") && !page.has("Roll back to version"));
+    let refused = vic.post_form("/policies/p1/recreate", &[]).await;
+    refused.assert_status(StatusCode::FORBIDDEN);
+    // Someone who may not see shop learns nothing of it; a name never used is a 404.
+    let mut ulla = app.sign_in("ulla").await;
+    ulla.get("/policies/p1")
+        .await
+        .assert_status(StatusCode::NOT_FOUND);
+    olga.get("/policies/never.was")
+        .await
+        .assert_status(StatusCode::NOT_FOUND);
+
+    // The owner recreates it as it was: a new policy, version 1, with max permits 8.
+    let page = olga.get("/policies/p1").await;
+    olga.submit(&page, "/policies/p1/recreate", &[])
+        .await
+        .assert_redirect("/policies/p1?done=policy-recreated");
+    let recreated = admin_reads(&app, "/api/v1/policies/p1").await;
+    assert_eq!(
+        (
+            recreated["version"].as_i64(),
+            recreated["max_permits"].as_i64()
+        ),
+        (Some(1), Some(8))
+    );
+    let page = olga.get("/policies/p1?done=policy-recreated").await;
+    assert!(page.has("Policy created again as it was when it was deleted"));
+    assert!(!page.has("id=\"deleted-badge\""));
+}
+on_every_backend!(deleted_policy_page, a_deleted_policy_keeps_a_page);

@@ -55,6 +55,37 @@ impl Page {
             .find(|c| c.split('=').next() == Some(name))
     }
 
+    /// The text of the element whose id is `id` (tags left out, spaces collapsed).
+    pub fn text_of(&self, id: &str) -> Option<String> {
+        let at = self.body.find(&format!("id=\"{id}\""))?;
+        let open = self.body[..at].rfind('<')?;
+        let tag: String = self.body[open + 1..]
+            .chars()
+            .take_while(char::is_ascii_alphanumeric)
+            .collect();
+        let (opening, closing) = (format!("<{tag}"), format!("</{tag}>"));
+        let mut depth = 0usize;
+        let mut i = open;
+        loop {
+            let next_open = self.body[i + 1..].find(&opening).map(|n| n + i + 1);
+            let next_close = self.body[i + 1..].find(&closing).map(|n| n + i + 1)?;
+            match next_open {
+                Some(o) if o < next_close => {
+                    depth += 1;
+                    i = o;
+                }
+                _ if depth > 0 => {
+                    depth -= 1;
+                    i = next_close;
+                }
+                _ => {
+                    let text = html_unescape(&strip_tags(&self.body[open..next_close]));
+                    return Some(text.split_whitespace().collect::<Vec<_>>().join(" "));
+                }
+            }
+        }
+    }
+
     /// The text of the first element with `role="alert"`.
     pub fn alert(&self) -> Option<String> {
         let at = self.body.find("role=\"alert\"")?;
@@ -223,6 +254,21 @@ fn form_fields(html: &str) -> Vec<(String, String)> {
 }
 
 /// Undoes HTML escaping: named entities askama and browsers use, and numeric ones.
+/// The text of some HTML, its tags left out.
+pub fn strip_tags(html: &str) -> String {
+    let mut out = String::new();
+    let mut in_tag = false;
+    for c in html.chars() {
+        match c {
+            '<' => in_tag = true,
+            '>' => in_tag = false,
+            c if !in_tag => out.push(c),
+            _ => {}
+        }
+    }
+    out
+}
+
 pub fn html_unescape(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     let mut rest = s;
