@@ -13,6 +13,7 @@ mod error;
 mod format;
 mod forms;
 mod html_form;
+mod last_hour;
 mod load_limit;
 mod login;
 mod navigation;

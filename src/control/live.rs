@@ -154,6 +154,33 @@ impl Control {
 }
 
 impl Control {
+    /// The counts of each of the last 60 minutes of each policy of `names` (policies the
+    /// caller has already been allowed to see): one round trip. `None` when Redis cannot be
+    /// reached; an empty list for a name Redis answered with an error.
+    #[tracing::instrument(level = "debug", skip_all, fields(policies = names.len()))]
+    pub async fn last_hour_of(&self, names: &[&str]) -> Option<Vec<Vec<MinuteCounts>>> {
+        let parsed: Vec<PolicyName> = names
+            .iter()
+            .filter_map(|n| PolicyName::parse(n).ok())
+            .collect();
+        match self
+            .limiter
+            .live_views(&parsed, unix_minute_now(), 60)
+            .await
+        {
+            Ok(views) => Some(
+                views
+                    .into_iter()
+                    .map(|v| v.map(|v| v.minutes).unwrap_or_default())
+                    .collect(),
+            ),
+            Err(e) => {
+                tracing::warn!(error = %e, policies = names.len(), "last hour unavailable");
+                None
+            }
+        }
+    }
+
     /// Each application's granted, denied and would-be denied acquires over the last
     /// [`ACTIVITY_MINUTES`], for applications the caller has already been allowed to see:
     /// one round trip. `None` when Redis cannot be reached (the page says so).

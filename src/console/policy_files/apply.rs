@@ -15,6 +15,7 @@ use serde::Deserialize;
 
 use super::plan_view::{Applied, PlanView};
 use crate::console::error::ConsoleError;
+use crate::console::last_hour::LastHour;
 use crate::console::page::Chrome;
 use crate::console::respond::{render_status, see_other};
 use crate::console::session::SignedIn;
@@ -146,10 +147,22 @@ pub async fn plan(
         .await
     {
         Ok(plan) => {
-            page.plan = Some(PlanView::of(&plan));
+            page.plan = Some(with_last_hours(&state, PlanView::of(&plan)).await);
             page.respond()
         }
         Err(e) => page.refused(refusal(e)?),
+    }
+}
+
+/// The plan with what each policy it deletes decided over the last hour (one Redis call).
+async fn with_last_hours(state: &AppState, view: PlanView) -> PlanView {
+    let names = view.deleted_names();
+    if names.is_empty() {
+        return view;
+    }
+    match state.control.last_hour_of(&names).await {
+        Some(hours) => view.with_last_hours(hours.iter().map(|h| LastHour::of(h)).collect()),
+        None => view,
     }
 }
 
@@ -199,12 +212,10 @@ pub async fn apply(
             e @ (ControlError::Conflict(_) | ControlError::VersionConflict { .. }),
         )) => {
             // Show the plan as it is now, to be read (and applied) afresh.
-            page.plan = state
-                .control
-                .plan_file(actor, &file, form.prune)
-                .await
-                .ok()
-                .map(|plan| PlanView::of(&plan));
+            page.plan = match state.control.plan_file(actor, &file, form.prune).await {
+                Ok(plan) => Some(with_last_hours(&state, PlanView::of(&plan)).await),
+                Err(_) => None,
+            };
             page.refused(Refusal {
                 status: StatusCode::CONFLICT,
                 message: "Nothing was applied: the policies changed since the plan was \

@@ -9,6 +9,7 @@ use serde_json::Value;
 
 use crate::console::diff::Change;
 use crate::console::format::policy_href;
+use crate::console::last_hour::LastHour;
 use crate::control::FieldChange;
 use crate::control::{Plan, PlanAction, PlannedPolicy};
 
@@ -23,11 +24,17 @@ pub struct PlanRow {
     /// The stored version the plan was made against.
     pub version: Option<i64>,
     pub changes: Vec<Change>,
+    /// For a delete: what it decided over the last hour (`None` until read, or when Redis
+    /// cannot be reached).
+    pub last_hour: Option<LastHour>,
 }
 
 /// The plan on the page, with what the apply form sends back.
 pub struct PlanView {
+    /// What the plan changes: creates, then updates, then deletes.
     pub rows: Vec<PlanRow>,
+    /// The policies it leaves as they are, listed apart.
+    pub unchanged: Vec<PlanRow>,
     pub summary: String,
     pub plan_id: String,
     /// Whether applying would change anything.
@@ -37,8 +44,19 @@ pub struct PlanView {
 impl PlanView {
     pub fn of(plan: &Plan) -> Self {
         let counts = Counts::of(&plan.policies);
+        let (mut rows, unchanged): (Vec<PlanRow>, Vec<PlanRow>) = plan
+            .policies
+            .iter()
+            .map(row)
+            .partition(|r| r.action != "unchanged");
+        rows.sort_by_key(|r| {
+            ["create", "update", "delete"]
+                .iter()
+                .position(|a| *a == r.action)
+        });
         Self {
-            rows: plan.policies.iter().map(row).collect(),
+            rows,
+            unchanged,
             summary: format!(
                 "Plan: {} to create, {} to update, {} to delete, {} unchanged.",
                 counts.create, counts.update, counts.delete, counts.unchanged
@@ -46,6 +64,24 @@ impl PlanView {
             plan_id: plan.plan_id.clone(),
             changes_anything: counts.create + counts.update + counts.delete > 0,
         }
+    }
+
+    /// The names of the policies the plan deletes, for their last hour's counts.
+    pub fn deleted_names(&self) -> Vec<&str> {
+        self.rows
+            .iter()
+            .filter(|r| r.action == "delete")
+            .map(|r| r.name.as_str())
+            .collect()
+    }
+
+    /// Each deleted policy's last hour, given in the order of [`Self::deleted_names`].
+    pub fn with_last_hours(mut self, hours: Vec<LastHour>) -> Self {
+        let deletes = self.rows.iter_mut().filter(|r| r.action == "delete");
+        for (row, hour) in deletes.zip(hours) {
+            row.last_hour = Some(hour);
+        }
+        self
     }
 }
 
@@ -80,6 +116,7 @@ fn row(p: &PlannedPolicy) -> PlanRow {
         action: action_word(p.action),
         version: p.version,
         changes: p.changes.iter().map(change).collect(),
+        last_hour: None,
     }
 }
 
@@ -207,6 +244,11 @@ mod tests {
             "Plan: 1 to create, 1 to update, 1 to delete, 1 unchanged."
         );
         assert!(view.changes_anything);
+        // What changes comes first, in that order; what stays is apart.
+        let order: Vec<&str> = view.rows.iter().map(|r| r.name.as_str()).collect();
+        assert_eq!(order, ["pings", "search", "old"]);
+        assert_eq!(view.unchanged.len(), 1);
+        assert_eq!(view.deleted_names(), ["old"]);
         let search = &view.rows[1];
         assert_eq!(search.action, "update");
         assert_eq!(
@@ -219,10 +261,10 @@ mod tests {
             r#"allowed_apps: ["shop"] → ["shop","billing"]"#
         );
         assert_eq!(
-            view.rows[2].href, None,
+            view.rows[0].href, None,
             "a policy to create has no page yet"
         );
-        assert_eq!(view.rows[3].href.as_deref(), Some("/policies/old"));
+        assert_eq!(view.rows[2].href.as_deref(), Some("/policies/old"));
 
         let applied = Applied::of(&plan);
         assert_eq!(

@@ -181,13 +181,27 @@ async fn a_plan_changes_nothing_until_applied_as_the_signed_in_user() {
     assert_eq!(
         planned(&plan),
         pairs(&[
-            ("orders.create", "unchanged"),
-            ("search", "update"),
             ("pings", "create"),
+            ("search", "update"),
             ("old", "delete"),
-        ])
+            ("orders.create", "unchanged"),
+        ]),
+        "what changes first, in that order; the unchanged apart"
     );
     assert!(plan.has("Plan: 1 to create, 1 to update, 1 to delete, 1 unchanged."));
+    let unchanged = plan
+        .text_of("plan-unchanged")
+        .expect("the unchanged, folded");
+    assert!(
+        unchanged.starts_with("1 unchanged orders.create"),
+        "{unchanged}"
+    );
+    // A delete says what the policy decided over the last hour.
+    let deleted = plan.body.split("data-policy=\"old\"").nth(1).unwrap();
+    assert!(
+        deleted.contains("No client acquired it in the last hour."),
+        "{deleted}"
+    );
     // The update's change, in the file's units on both sides.
     assert!(
         plan.has("<span class=\"change-field\">rate</span>:\n    <del>600/min</del>"),

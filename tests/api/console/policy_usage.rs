@@ -111,3 +111,35 @@ async fn every_policy_has_a_permalink_even_one_named_like_an_action() {
         .await
         .assert_status(StatusCode::NOT_FOUND);
 }
+
+/// Before deleting a policy, its delete page says what the policy decided in the last hour
+/// and offers shadow mode or disabling instead.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_delete_page_says_what_the_policy_served_in_the_last_hour() {
+    let app = spawn_app(Db::Sqlite).await;
+    let key = app.shop_with_policy("orders.create", 0.001, 3).await;
+    let mut admin = app.sign_in_as_admin().await;
+    let quiet = admin.get("/policies/orders.create/delete").await;
+    quiet.assert_status(StatusCode::OK);
+    assert_eq!(
+        quiet.text_of("last-hour").as_deref(),
+        Some("No client acquired it in the last hour.")
+    );
+    assert!(quiet.has("href=\"/policies/orders.create/edit#mode\">put it in shadow mode</a>"));
+    assert!(quiet.has("href=\"/policies/orders.create/edit#enabled\">stop enforcing it</a>"));
+
+    for _ in 0..5 {
+        app.acquire(&key, "orders.create", 1).await;
+    }
+    let said = "In the last hour it decided 5 acquires (3 granted, 2 denied): those clients would get 404 instead.";
+    let counted = eventually(Duration::from_secs(10), || {
+        let mut admin = admin.clone();
+        async move {
+            let page = admin.get("/policies/orders.create/delete").await;
+            page.text_of("last-hour").as_deref() == Some(said)
+        }
+    })
+    .await;
+    let page = admin.get("/policies/orders.create/delete").await;
+    assert!(counted, "{:?}", page.text_of("last-hour"));
+}
