@@ -51,7 +51,7 @@ consoleSuite('forms', () => {
     await field('max_permits').fill('100');
     assert.equal((await create(page, form)).status(), 303);
     const row = page.locator('#policies tr[data-policy="reports.daily"]');
-    assert.equal((await row.locator('td[data-col="rate"]').innerText()).trim(), '100 per day');
+    assert.equal((await row.locator('[data-col="rate"]').innerText()).trim(), '100 per day');
 
     await page.goto('/policies/reports.daily/edit');
     assert.equal(await page.locator('[name="rate"]').inputValue(), '100');
@@ -65,7 +65,7 @@ consoleSuite('forms', () => {
     await field('max_permits').fill('10');
     assert.equal((await create(page, form)).status(), 303);
     const windowRow = page.locator('#policies tr[data-policy="exports.window"]');
-    assert.equal((await windowRow.locator('td[data-col="rate"]').innerText()).trim(), '10 per 5 minutes');
+    assert.equal((await windowRow.locator('[data-col="rate"]').innerText()).trim(), '10 per 5 minutes');
     await page.goto('/policies/exports.window/edit');
     assert.equal(await page.locator('[name="window"]').inputValue(), '5');
     assert.equal(await page.locator('[name="window_unit"]').inputValue(), 'minute');

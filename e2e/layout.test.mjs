@@ -5,14 +5,20 @@
 
 import assert from 'node:assert/strict';
 
-import { APP, DESKTOP, PHONE, USERS, screenshots } from './harness.mjs';
-import { consoleSuite, env, newPage, signInOk, uiTest } from './ui.mjs';
+import { APP, DESKTOP, PHONE, USERS, pollUntil, screenshots } from './harness.mjs';
+import { LIVE_UPDATE_TIMEOUT_MS, consoleSuite, env, newPage, signInOk, uiTest } from './ui.mjs';
 
-/** Policies of every kind a row can show, and keys of every state the keys table can. */
+/** Policies of every kind a row can show, with traffic, and keys of every state the keys table can. */
 async function seed() {
   const kinds = [{}, { mode: 'shadow' }, { failure_mode: 'open', scope: 'per_key' }, { mode: 'block' }, { enabled: false }];
   for (const [i, fields] of kinds.entries()) {
     await env.server.api('POST', '/api/v1/policies', { name: `layout.policy-${i}`, owner_app: APP.slug, rate: 0.001, max_permits: 5, ...fields }, 201);
+  }
+  // Traffic, so that rows carry their longest status: denials, would-be denials, per key.
+  for (let i = 0; i < 8; i++) {
+    await env.server.acquire('layout.policy-0');
+    await env.server.acquire('layout.policy-1');
+    await env.server.acquire('layout.policy-2', 1, `caller-${i % 3}`);
   }
   await env.server.api('POST', `/api/v1/apps/${APP.slug}/keys`, { label: 'checkout-service-production-eu-west-1', expires_at: '2031-01-31T18:00:00Z' }, 201);
   const rotated = await env.server.api('POST', `/api/v1/apps/${APP.slug}/keys`, { label: 'billing-batch' }, 201);
@@ -44,7 +50,11 @@ consoleSuite('layout', () => {
     await seed();
     const page = await newPage(DESKTOP);
     await signInOk(page, USERS.olivia);
-    await page.goto(`/apps/${APP.slug}`);
+    // The counts reach Redis with the server's next flush (every 2 s).
+    await pollUntil('the rows to show their traffic', async () => {
+      await page.goto(`/apps/${APP.slug}`);
+      return (await page.locator('tr[data-policy="layout.policy-1"]').textContent()).includes('would have been denied');
+    }, { timeoutMs: LIVE_UPDATE_TIMEOUT_MS, intervalMs: 500 });
     const overflowing = await page.evaluate(() =>
       [...document.querySelectorAll('.table-wrap')]
         .filter((w) => w.scrollWidth > w.clientWidth + 1)

@@ -90,7 +90,8 @@
         recent.textContent = p.recent_badge;
         var text = document.createElement('span');
         text.className = 'activity-text';
-        text.textContent = p.recent;
+        text.textContent = p.recent_counts;
+        text.title = p.recent;
         var line = document.createElement('span');
         line.className = 'activity-line';
         line.replaceChildren(recent, document.createTextNode(' '), chart(p.activity, p.recent));

@@ -87,6 +87,22 @@ impl Recent {
         Badge { class, text }
     }
 
+    /// The counts in a table's few words: "30 granted, 10 denied", "1 granted, 3 would deny"
+    /// (the share is in the badge beside them; [`Self::words`] in full).
+    pub fn counts(&self) -> String {
+        let mut parts = vec![format!("{} granted", self.granted)];
+        if self.denied > 0 || (self.shadow_denied == 0 && self.unavailable == 0) {
+            parts.push(format!("{} denied", self.denied));
+        }
+        if self.shadow_denied > 0 {
+            parts.push(format!("{} would deny", self.shadow_denied));
+        }
+        if self.unavailable > 0 {
+            parts.push(format!("{} refused (503)", self.unavailable));
+        }
+        parts.join(", ")
+    }
+
     /// The counts in words: "30 granted, 10 denied (25%)", with the would-be denials when
     /// there are some.
     pub fn words(&self) -> String {
@@ -205,7 +221,12 @@ mod tests {
     fn words_name_would_be_denials() {
         assert_eq!(
             recent(2272, 0, 1303).words(),
-            "2272 granted, 0 denied, 1303 would have been denied"
+            "2272 granted, 0 denied, 1303 would have been denied",
+        );
+        assert_eq!(
+            recent(2272, 0, 1303).counts(),
+            "2272 granted, 1303 would deny",
+            "a shadow policy denies no one: its zero is left out"
         );
         assert_eq!(recent(30, 10, 0).words(), "30 granted, 10 denied (25%)");
     }

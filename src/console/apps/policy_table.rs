@@ -322,6 +322,8 @@ pub struct LiveCells {
     pub status_text: &'static str,
     /// "3 granted, 1 denied (25%)", with would-be denials when there are some.
     pub recent: String,
+    /// The same in the table's few words: "3 granted, 1 denied".
+    pub recent_counts: String,
     /// The badge of the last minutes: its class ("denying", "would-deny", ...) and words.
     pub recent_class: &'static str,
     pub recent_badge: String,
@@ -354,6 +356,7 @@ impl PolicyRow {
             status,
             status_text,
             recent: recent.words(),
+            recent_counts: recent.counts(),
             recent_class: recent.badge().class,
             recent_badge: recent.badge().text,
             activity,
@@ -365,8 +368,8 @@ impl PolicyRow {
             href: policy_href(&policy.name),
             scope_note: match policy.scope {
                 Scope::Global => "",
-                Scope::PerApp => ", for each app",
-                Scope::PerKey => ", for each key",
+                Scope::PerApp => ", each app",
+                Scope::PerKey => ", each key",
             },
             algorithm: friendly_name(policy.algorithm.as_str()),
             rate: readable_limit(policy),

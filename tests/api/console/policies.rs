@@ -206,7 +206,7 @@ async fn an_owner_deletes_a_policy_after_confirming() {
 
     let confirm = olga.get("/policies/orders.create/delete").await;
     confirm.assert_status(StatusCode::OK);
-    assert!(confirm.has("cannot be undone"));
+    assert!(confirm.has("they cannot be brought back"));
     // Looking at the confirmation deletes nothing.
     admin_reads(&app, "/api/v1/policies/orders.create").await;
 

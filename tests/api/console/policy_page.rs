@@ -95,7 +95,9 @@ async fn on_the_page_too(olga: &mut Browser) {
     assert!(page.has("data-override=\"acme\""), "{}", page.body);
     assert!(page.has("per key: each key a client names"));
     let app_page = olga.get("/apps/shop").await;
-    assert!(app_page.has("1 per second, for each key"));
+    assert_eq!(cell(&app_page, "orders", "rate"), "1 per second");
+    assert_eq!(cell(&app_page, "orders", "algorithm"), "Token bucket");
+    assert!(app_page.has("Token bucket</span>, each key</small>"));
     assert!(app_page.has("href=\"/policies/orders\""));
     let delete = olga.get("/policies/orders/delete").await;
     assert!(

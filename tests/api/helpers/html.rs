@@ -58,32 +58,7 @@ impl Page {
     /// The text of the element whose id is `id` (tags left out, spaces collapsed).
     pub fn text_of(&self, id: &str) -> Option<String> {
         let at = self.body.find(&format!("id=\"{id}\""))?;
-        let open = self.body[..at].rfind('<')?;
-        let tag: String = self.body[open + 1..]
-            .chars()
-            .take_while(char::is_ascii_alphanumeric)
-            .collect();
-        let (opening, closing) = (format!("<{tag}"), format!("</{tag}>"));
-        let mut depth = 0usize;
-        let mut i = open;
-        loop {
-            let next_open = self.body[i + 1..].find(&opening).map(|n| n + i + 1);
-            let next_close = self.body[i + 1..].find(&closing).map(|n| n + i + 1)?;
-            match next_open {
-                Some(o) if o < next_close => {
-                    depth += 1;
-                    i = o;
-                }
-                _ if depth > 0 => {
-                    depth -= 1;
-                    i = next_close;
-                }
-                _ => {
-                    let text = html_unescape(&strip_tags(&self.body[open..next_close]));
-                    return Some(text.split_whitespace().collect::<Vec<_>>().join(" "));
-                }
-            }
-        }
+        element_text(&self.body, at)
     }
 
     /// The text of the first element with `role="alert"`.
@@ -254,6 +229,37 @@ fn form_fields(html: &str) -> Vec<(String, String)> {
 }
 
 /// Undoes HTML escaping: named entities askama and browsers use, and numeric ones.
+/// The text of the element one of whose attributes starts at `at` in `html`, up to its
+/// own closing tag (tags left out, spaces collapsed).
+fn element_text(html: &str, at: usize) -> Option<String> {
+    let open = html[..at].rfind('<')?;
+    let tag: String = html[open + 1..]
+        .chars()
+        .take_while(char::is_ascii_alphanumeric)
+        .collect();
+    let (opening, closing) = (format!("<{tag}"), format!("</{tag}>"));
+    let mut depth = 0usize;
+    let mut i = open;
+    loop {
+        let next_open = html[i + 1..].find(&opening).map(|n| n + i + 1);
+        let next_close = html[i + 1..].find(&closing).map(|n| n + i + 1)?;
+        match next_open {
+            Some(o) if o < next_close => {
+                depth += 1;
+                i = o;
+            }
+            _ if depth > 0 => {
+                depth -= 1;
+                i = next_close;
+            }
+            _ => {
+                let text = html_unescape(&strip_tags(&html[open..next_close]));
+                return Some(text.split_whitespace().collect::<Vec<_>>().join(" "));
+            }
+        }
+    }
+}
+
 /// The text of some HTML, its tags left out.
 pub fn strip_tags(html: &str) -> String {
     let mut out = String::new();
@@ -349,7 +355,5 @@ pub fn cell(page: &Page, policy: &str, column: &str) -> String {
     let at = row
         .find(&format!("data-col=\"{column}\""))
         .unwrap_or_else(|| panic!("no cell {column} in the row of {policy}"));
-    let open = row[at..].find('>').unwrap() + at + 1;
-    let close = row[open..].find("</td>").unwrap() + open;
-    html_unescape(row[open..close].trim())
+    element_text(row, at).unwrap_or_else(|| panic!("cell {column} of {policy} is not closed"))
 }
