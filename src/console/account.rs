@@ -5,7 +5,7 @@
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, web};
 use askama::Template;
-use secrecy::{ExposeSecret, SecretString};
+use secrecy::SecretString;
 use serde::Deserialize;
 
 use super::error::ConsoleError;
@@ -15,7 +15,6 @@ use super::page::{Chrome, Notice};
 use super::respond::{render, render_status, see_other};
 use super::session::SignedIn;
 use crate::control::{AppView, ControlError, Reveal, Revealed, TokenInput, rfc3339};
-use crate::domain::FieldErrors;
 use crate::state::AppState;
 use crate::store::now_ms;
 
@@ -174,40 +173,20 @@ pub async fn change_password(
 ) -> Result<HttpResponse, ConsoleError> {
     signed_in.check_csrf(&form.csrf)?;
     let form = form.into_inner();
-    let errors = if form.new_password.expose_secret() != form.confirm_password.expose_secret() {
-        let mut errors = FieldErrors::default();
-        errors.push("confirm_password", "does not match the new password");
-        FormErrors::from_fields(&errors)
-    } else {
-        let result = state
-            .control
-            .change_own_password(
-                &signed_in.actor,
-                form.current_password,
-                form.new_password,
-                Some(&signed_in.token),
-            )
-            .await;
-        match result {
-            Ok(()) => return Ok(see_other("/account?done=password-changed")),
-            Err(ControlError::Invalid(errors)) => {
-                // The control layer names the new password "password".
-                let renamed = FieldErrors(
-                    errors
-                        .0
-                        .into_iter()
-                        .map(|mut e| {
-                            if e.field == "password" {
-                                e.field = "new_password".to_owned();
-                            }
-                            e
-                        })
-                        .collect(),
-                );
-                FormErrors::from_fields(&renamed)
-            }
-            Err(e) => return Err(e.into()),
-        }
+    let result = state
+        .control
+        .change_own_password(
+            &signed_in.actor,
+            form.current_password,
+            form.new_password,
+            &form.confirm_password,
+            Some(&signed_in.token),
+        )
+        .await;
+    let errors = match result {
+        Ok(()) => return Ok(see_other("/account?done=password-changed")),
+        Err(ControlError::Invalid(errors)) => FormErrors::from_fields(&errors),
+        Err(e) => return Err(e.into()),
     };
     render_status(
         &page(&state, &signed_in, errors).await?,

@@ -1,6 +1,6 @@
 //! Validation errors of a form, by field, so a template can put each next to its input.
 
-use crate::domain::FieldErrors;
+use crate::domain::{FieldErrors, place_in_words};
 
 #[derive(Debug, Default)]
 pub struct FormErrors {
@@ -15,12 +15,12 @@ impl FormErrors {
             .0
             .iter()
             .map(|e| {
-                // "allowed_apps[2]" belongs to the allowed_apps input.
+                // "allowed_apps[2]" belongs to the allowed_apps input, and is its third item.
                 let field = e.field.split('[').next().unwrap_or(&e.field).to_owned();
                 let message = if field == e.field {
                     e.message.clone()
                 } else {
-                    format!("{}: {}", e.field, e.message)
+                    format!("{}: {}", place_in_words(&e.field), e.message)
                 };
                 (field, message)
             })
@@ -95,5 +95,18 @@ mod tests {
         );
         assert_eq!(utc_date_time(" "), None);
         assert_eq!(utc_date_time("soon").as_deref(), Some("soon"));
+    }
+
+    #[test]
+    fn an_item_of_a_list_is_counted_from_one() {
+        let mut errors = FieldErrors::default();
+        errors.push("allowed_apps[2]", "no such application");
+        errors.push("rate", "must be positive");
+        let form = FormErrors::from_fields(&errors);
+        assert_eq!(
+            form.get("allowed_apps").as_deref(),
+            Some("allowed_apps item 3: no such application")
+        );
+        assert_eq!(form.get("rate").as_deref(), Some("must be positive"));
     }
 }

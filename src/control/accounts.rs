@@ -5,7 +5,7 @@ use secrecy::{ExposeSecret, SecretString};
 use serde_json::json;
 
 use crate::auth::{Actor, Secret, SecretKind, hash_password, hash_secret, verify_password};
-use crate::domain::{FieldError, Username};
+use crate::domain::{FieldErrors, Username};
 use crate::store::{AuditEntry, SessionRecord, UserRecord, now_ms};
 
 use super::users::check_new_password;
@@ -103,6 +103,7 @@ impl Control {
         actor: &Actor,
         current: SecretString,
         new: SecretString,
+        confirm: &SecretString,
         keep_session: Option<&SecretString>,
     ) -> ControlResult<()> {
         let user_id = actor.user_id.as_deref().ok_or(ControlError::Forbidden)?;
@@ -115,8 +116,20 @@ impl Control {
         let matches = verify_password(current, Some(user.password_hash.clone()))
             .await
             .map_err(|e| ControlError::Internal(e.into()))?;
+        // Every field's error at once: a wrong current password, a new one too short, a
+        // confirmation that differs.
+        let mut errors = FieldErrors::default();
         if !matches {
-            return Err(FieldError::new("current_password", "is not your current password").into());
+            errors.push("current_password", "is not your current password");
+        }
+        if let Err(e) = check_new_password(&new) {
+            errors.push("new_password", e.message);
+        }
+        if new.expose_secret() != confirm.expose_secret() {
+            errors.push("confirm_password", "does not match the new password");
+        }
+        if !errors.0.is_empty() {
+            return Err(errors.into());
         }
         let keep = keep_session.map(|token| hash_secret(token.expose_secret()));
         self.store_password(actor, &user, new, Reset::Own { keep_session: keep })

@@ -2,10 +2,12 @@
 //! re-checks it. The types a decision needs live in the decision crate; the server adds
 //! roles and the checks of its own inputs.
 
+mod places;
 mod query_text;
 mod role;
 mod serde_words;
 
+pub use places::place_in_words;
 pub use query_text::non_utf8_field;
 pub use ratekeeper_limiter::domain::*;
 pub use role::{GlobalRole, MemberRole};

@@ -6,7 +6,7 @@ use std::collections::HashSet;
 use serde::Deserialize;
 
 use crate::control::{Desired, ERRORS_SHOWN};
-use crate::domain::{PolicySpec, in_plain_words};
+use crate::domain::{PolicySpec, in_plain_words, place_in_words};
 
 use super::caps::{self, Caps, Refusal};
 use super::checks::checked;
@@ -31,7 +31,7 @@ impl std::fmt::Display for FileError {
         if let Some(line) = self.line {
             write!(f, ", line {line}")?;
         }
-        write!(f, ": {}: {}", self.field, self.message)
+        write!(f, ": {}: {}", place_in_words(&self.field), self.message)
     }
 }
 
@@ -288,39 +288,39 @@ mod tests {
         assert_eq!(
             errors(file),
             [
-                "document 2, line 12: policies[0].window: must be a whole number of ms or a duration such as 500ms, 30s, 5m, 1h or 1d"
+                "document 2, line 12: policy 1, window: must be a whole number of ms or a duration such as 500ms, 30s, 5m, 1h or 1d"
             ]
         );
         let missing =
             "app: shop\npolicies:\n  - name: a\n    algorithm: fixed_window\n    max_permits: 1\n";
         assert_eq!(
             errors(missing),
-            ["document 1, line 3: policies[0].window: is required for fixed_window"]
+            ["document 1, line 3: policy 1, window: is required for fixed_window"]
         );
         let typo = "app: shop\npolicies:\n  - name: a\n    max_permit: 1\n";
         let found = errors(typo);
         assert!(
             found[0].starts_with(
-                "document 1, line 4: policies[0].max_permit: unknown field `max_permit`"
+                "document 1, line 4: policy 1, max_permit: unknown field `max_permit`"
             ),
             "{found:?}"
         );
         let bad_type = "app: shop\npolicies:\n  - name: a\n    rate: 1/s\n    max_permits: many\n";
         let found = errors(bad_type);
         assert!(
-            found[0].starts_with("document 1, line 5: policies[0].max_permits: invalid type"),
+            found[0].starts_with("document 1, line 5: policy 1, max_permits: invalid type"),
             "{found:?}"
         );
         let bad_override = "app: shop\npolicies:\n  - name: a\n    rate: 1/s\n    max_permits: 1\n    scope: per_key\n    overrides:\n      - match: vip\n        max_permits: 0\n";
         let found = errors(bad_override);
         assert!(
-            found[0].starts_with("document 1, line 7: policies[0].overrides[0].max_permits:"),
+            found[0].starts_with("document 1, line 7: policy 1, override 1, max_permits:"),
             "{found:?}"
         );
         let twice = "app: shop\npolicies:\n  - name: a\n    rate: 1\n    max_permits: 1\n  - name: a\n    rate: 2\n    max_permits: 1\n";
         assert_eq!(
             errors(twice),
-            ["document 1, line 6: policies[1].name: names a policy already in this file"]
+            ["document 1, line 6: policy 2, name: names a policy already in this file"]
         );
     }
 
@@ -335,7 +335,7 @@ mod tests {
             "{\n  \"app\": \"shop\",\n  \"policies\": [\n    {\"name\": \"a\", \"max_permits\": \"x\"}\n  ]\n}\n",
         );
         assert!(
-            found[0].starts_with("document 1, line 4: policies[0].max_permits: invalid type"),
+            found[0].starts_with("document 1, line 4: policy 1, max_permits: invalid type"),
             "{found:?}"
         );
         let bad_app = errors(
@@ -405,7 +405,7 @@ mod tests {
             "document 1: file: and 150 more errors (the first 100 are shown)"
         );
         assert!(
-            found[99].starts_with("document 1, line 302: policies[99].max_permits"),
+            found[99].starts_with("document 1, line 302: policy 100, max_permits"),
             "{:?}",
             found[99]
         );
@@ -417,21 +417,21 @@ mod tests {
         assert_eq!(
             errors(huge),
             [
-                "document 1, line 5: policies[0].max_permits: invalid type: integer `99999999999999999999999`, expected a whole number"
+                "document 1, line 5: policy 1, max_permits: invalid type: integer `99999999999999999999999`, expected a whole number"
             ]
         );
         let one = "app: shop\npolicies:\n  - name: a\n    rate: 1\n    max_permits: 1\n    allowed_apps: shop\n";
         assert_eq!(
             errors(one),
             [
-                "document 1, line 6: policies[0].allowed_apps: invalid type: string \"shop\", expected a list"
+                "document 1, line 6: policy 1, allowed_apps: invalid type: string \"shop\", expected a list"
             ]
         );
         let policy = "app: shop\npolicies:\n  - 5\n";
         assert_eq!(
             errors(policy),
             [
-                "document 1, line 3: policies[0]: invalid type: integer `5`, expected a policy: a mapping with `name`, `max_permits` and the other fields of a policy"
+                "document 1, line 3: policy 1: invalid type: integer `5`, expected a policy: a mapping with `name`, `max_permits` and the other fields of a policy"
             ]
         );
     }

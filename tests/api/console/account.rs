@@ -27,6 +27,30 @@ async fn a_user_changes_their_password_and_their_other_sessions_end() {
     page.assert_status(StatusCode::UNPROCESSABLE_ENTITY);
     assert!(page.has("id=\"current_password-error\""));
     assert!(phone.is_signed_in().await, "nothing changed");
+    // Everything wrong at once is said at once, each next to its field.
+    let page = laptop
+        .submit(
+            &account,
+            "/account/password",
+            &[
+                ("current_password", "not my password"),
+                ("new_password", "short"),
+                ("confirm_password", "shorter"),
+            ],
+        )
+        .await;
+    page.assert_status(StatusCode::UNPROCESSABLE_ENTITY);
+    for error in [
+        "current_password-error",
+        "new_password-error",
+        "confirm_password-error",
+    ] {
+        assert!(
+            page.has(&format!("id=\"{error}\"")),
+            "{error}: {}",
+            page.body
+        );
+    }
     for (new, confirm, error) in [
         ("short", "short", "new_password-error"),
         (

@@ -339,7 +339,7 @@ async fn an_invalid_file_is_shown_with_its_document_and_line() {
         page.body
     );
     assert!(
-        page.has("document 2, line 17: policies[0].window: must be a whole number of ms"),
+        page.has("document 2, line 17: policy 1, window: must be a whole number of ms"),
         "{}",
         page.body
     );
