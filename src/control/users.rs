@@ -2,7 +2,7 @@ use secrecy::{ExposeSecret, SecretString};
 use serde_json::json;
 
 use crate::auth::{Actor, Secret, SecretKind, hash_password};
-use crate::domain::{FieldError, Username};
+use crate::domain::{FieldError, FieldErrors, Username};
 use crate::store::{AuditEntry, StoreError, Tx, UserRecord};
 
 use super::{Control, ControlError, ControlResult};
@@ -33,8 +33,15 @@ impl Control {
         if !actor.is_admin {
             return Err(ControlError::Forbidden);
         }
-        let username = Username::parse(username)?;
-        check_new_password(&password)?;
+        // Both fields' errors at once.
+        let (username, password_ok) = (Username::parse(username), check_new_password(&password));
+        let username = match (username, password_ok) {
+            (Ok(username), Ok(())) => username,
+            (username, password_ok) => {
+                let errors = [username.err(), password_ok.err()];
+                return Err(FieldErrors(errors.into_iter().flatten().collect()).into());
+            }
+        };
         let hash = hash_password(password)
             .await
             .map_err(|e| ControlError::Internal(e.into()))?;

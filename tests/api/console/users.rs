@@ -37,6 +37,20 @@ async fn an_admin_creates_promotes_disables_and_resets_a_user() {
 
     let users = admin.get("/users").await;
     users.assert_status(StatusCode::OK);
+    // A bad name and a short password are both said at once, each by its field.
+    let refused = admin
+        .submit(
+            &users,
+            "/users",
+            &[("username", "Nina!"), ("password", "short")],
+        )
+        .await;
+    refused.assert_status(StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(
+        refused.has("id=\"username-error\"") && refused.has("id=\"password-error\""),
+        "{}",
+        refused.body
+    );
     admin
         .submit(
             &users,
