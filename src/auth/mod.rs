@@ -8,6 +8,6 @@ mod secrets;
 pub mod sign_in;
 
 pub use password::{PasswordError, hash_password, verify_password};
-pub use permissions::{Actor, Permission};
+pub use permissions::{Actor, Permission, Source};
 pub use secrets::{Secret, SecretKind, digest_secret, hash_secret};
 pub use sign_in::LocalBuckets;

@@ -2,7 +2,7 @@
 //! may edit its policies, members and keys; its viewers may read it.
 
 use crate::domain::MemberRole;
-use crate::store::UserRecord;
+use crate::store::{Author, UserRecord};
 
 /// Whoever makes a request or runs a command.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -12,6 +12,28 @@ pub struct Actor {
     /// Recorded as the audit event's actor.
     pub name: String,
     pub is_admin: bool,
+    /// Where the request came from, recorded with each change it makes.
+    pub source: Source,
+    /// The id the changes of one policy file's apply share in the audit log.
+    pub change_set: Option<String>,
+}
+
+/// Where a change came from: the console, the JSON API (or gRPC), or the command line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    Console,
+    Api,
+    Cli,
+}
+
+impl Source {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Console => "console",
+            Self::Api => "api",
+            Self::Cli => "cli",
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -23,11 +45,30 @@ pub enum Permission {
 }
 
 impl Actor {
-    pub fn from_user(user: &UserRecord) -> Self {
+    pub fn from_user(user: &UserRecord, source: Source) -> Self {
         Self {
             user_id: Some(user.id.clone()),
             name: user.username.clone(),
             is_admin: user.is_admin(),
+            source,
+            change_set: None,
+        }
+    }
+
+    /// The same actor, its changes from now on recorded as one change set.
+    pub fn in_change_set(&self, id: String) -> Self {
+        Self {
+            change_set: Some(id),
+            ..self.clone()
+        }
+    }
+
+    /// Who the audit log records, and from where.
+    pub fn author(&self) -> Author<'_> {
+        Author {
+            name: &self.name,
+            source: self.source.as_str(),
+            change_set: self.change_set.as_deref(),
         }
     }
 
@@ -37,6 +78,8 @@ impl Actor {
             user_id: None,
             name: "cli".to_owned(),
             is_admin: true,
+            source: Source::Cli,
+            change_set: None,
         }
     }
 
@@ -62,6 +105,8 @@ mod tests {
             user_id: Some("u1".into()),
             name: "ann".into(),
             is_admin: false,
+            source: Source::Console,
+            change_set: None,
         }
     }
 

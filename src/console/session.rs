@@ -83,7 +83,7 @@ impl FromRequest for SignedIn {
             let token = token.ok_or_else(sign_in)?;
             let session = state.control.session(&token).await?.ok_or_else(sign_in)?;
             let signed_in = SignedIn {
-                actor: Actor::from_user(&session.user),
+                actor: Actor::from_user(&session.user, crate::auth::Source::Console),
                 csrf: session.csrf_token,
                 token,
             };

@@ -175,7 +175,7 @@ impl Control {
         tx.delete_sessions_of_user(&user.id, keep_session.as_deref())
             .await?;
         tx.record_audit(AuditEntry {
-            actor: &actor.name,
+            actor: actor.author(),
             app_slug: None,
             entity_type: "user",
             entity_id: &user.username,
@@ -237,7 +237,7 @@ impl Control {
             tx.delete_sessions_of_user(&user.id, None).await?;
         }
         tx.record_audit(AuditEntry {
-            actor: &actor.name,
+            actor: actor.author(),
             app_slug: None,
             entity_type: "user",
             entity_id: &user.username,

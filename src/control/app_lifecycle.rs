@@ -67,7 +67,7 @@ impl Control {
             (new_slug.to_string(), name, description);
         let after = AppView::from(&after_app);
         tx.record_audit(AuditEntry {
-            actor: &actor.name,
+            actor: actor.author(),
             app_slug: Some(new_slug.as_str()),
             entity_type: "app",
             entity_id: new_slug.as_str(),
@@ -109,7 +109,7 @@ impl Control {
         let changed = rewrite_references(&mut tx, actor, &old_slug, None).await?;
         tx.delete_app(&app.id).await?;
         tx.record_audit(AuditEntry {
-            actor: &actor.name,
+            actor: actor.author(),
             app_slug: Some(&app.slug),
             entity_type: "app",
             entity_id: &app.slug,

@@ -83,6 +83,8 @@ impl Control {
         prune: bool,
         plan_id: Option<&str>,
     ) -> Result<Plan, ApplyError> {
+        // Its changes share one id in the audit log, to be read together.
+        let actor = &actor.in_change_set(crate::store::new_id());
         match self.apply_file_once(actor, desired, prune, plan_id).await {
             // The database aborted the transaction to break a deadlock with a simultaneous
             // one, or a simultaneous apply created a policy this one creates, so nothing

@@ -42,7 +42,7 @@ impl Control {
         };
         let view = AppView::from(&app);
         tx.record_audit(AuditEntry {
-            actor: &actor.name,
+            actor: actor.author(),
             app_slug: Some(&app.slug),
             entity_type: "app",
             entity_id: &app.slug,

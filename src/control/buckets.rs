@@ -99,7 +99,7 @@ impl Control {
             .await
             .map_err(|e| ControlError::RedisUnavailable(e.into()))?;
         tx.record_audit(AuditEntry {
-            actor: &actor.name,
+            actor: actor.author(),
             app_slug: Some(record.spec.owner_app.as_str()),
             entity_type: "policy",
             entity_id: record.spec.name.as_str(),

@@ -107,7 +107,7 @@ impl Control {
         tx.set_api_key_replaced_by(&old.id, &new_key.id).await?;
         old.replaced_by = Some(new_key.id.clone());
         tx.record_audit(AuditEntry {
-            actor: &actor.name,
+            actor: actor.author(),
             app_slug: Some(&app.slug),
             entity_type: "api_key",
             entity_id: &old.id,
@@ -149,7 +149,7 @@ impl Control {
             )
             .await?;
         tx.record_audit(AuditEntry {
-            actor: &actor.name,
+            actor: actor.author(),
             app_slug: Some(&app.slug),
             entity_type: "api_key",
             entity_id: &record.id,
@@ -198,7 +198,7 @@ impl Control {
             .await?
             .ok_or(ControlError::NotFound("api key"))?;
         tx.record_audit(AuditEntry {
-            actor: &actor.name,
+            actor: actor.author(),
             app_slug: Some(&app.slug),
             entity_type: "api_key",
             entity_id: key_id,

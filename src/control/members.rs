@@ -74,7 +74,7 @@ impl Control {
             role: role.as_str().to_owned(),
         };
         tx.record_audit(AuditEntry {
-            actor: &actor.name,
+            actor: actor.author(),
             app_slug: Some(&app.slug),
             entity_type: "member",
             entity_id: &user.username,
@@ -110,7 +110,7 @@ impl Control {
             .await?
             .ok_or(ControlError::NotFound("member"))?;
         tx.record_audit(AuditEntry {
-            actor: &actor.name,
+            actor: actor.author(),
             app_slug: Some(&app.slug),
             entity_type: "member",
             entity_id: &user.username,

@@ -205,7 +205,7 @@ pub(super) async fn insert_policy(
     tx.record_policy_version(&record, &actor.name, "create", None)
         .await?;
     tx.record_audit(AuditEntry {
-        actor: &actor.name,
+        actor: actor.author(),
         app_slug: Some(&app.slug),
         entity_type: "policy",
         entity_id: spec.name.as_str(),
@@ -234,7 +234,7 @@ pub(super) async fn update_policy(
     tx.record_policy_version(&updated, &actor.name, "update", None)
         .await?;
     tx.record_audit(AuditEntry {
-        actor: &actor.name,
+        actor: actor.author(),
         app_slug: Some(spec.owner_app.as_str()),
         entity_type: "policy",
         entity_id: spec.name.as_str(),
@@ -254,7 +254,7 @@ pub(super) async fn delete_policy(
 ) -> ControlResult<()> {
     tx.delete_policy(&current.id).await?;
     tx.record_audit(AuditEntry {
-        actor: &actor.name,
+        actor: actor.author(),
         app_slug: Some(current.spec.owner_app.as_str()),
         entity_type: "policy",
         entity_id: current.spec.name.as_str(),

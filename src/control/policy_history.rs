@@ -182,7 +182,7 @@ impl Control {
         let mut after = json!(view);
         after["restored_version"] = json!(to_version);
         tx.record_audit(AuditEntry {
-            actor: &actor.name,
+            actor: actor.author(),
             app_slug: Some(current.spec.owner_app.as_str()),
             entity_type: "policy",
             entity_id: current.spec.name.as_str(),

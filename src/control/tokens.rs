@@ -63,7 +63,7 @@ impl Control {
             .await?
             .ok_or(ControlError::NotFound("access token"))?;
         tx.record_audit(AuditEntry {
-            actor: &actor.name,
+            actor: actor.author(),
             app_slug: None,
             entity_type: "access_token",
             entity_id: token_id,

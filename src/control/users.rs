@@ -55,7 +55,7 @@ impl Control {
             other => other?,
         };
         tx.record_audit(AuditEntry {
-            actor: &actor.name,
+            actor: actor.author(),
             app_slug: None,
             entity_type: "user",
             entity_id: &user.username,
@@ -89,7 +89,7 @@ impl Control {
         let mut tx = self.store.begin().await?;
         let owner = tx.token_owner(&hash).await?;
         tx.commit().await?;
-        Ok(owner.map(|o| Actor::from_user(&o.user)))
+        Ok(owner.map(|o| Actor::from_user(&o.user, crate::auth::Source::Api)))
     }
 
     /// At first start with no user at all: an `admin` with a random password, returned
@@ -141,7 +141,7 @@ pub(super) async fn insert_token(
         .insert_access_token(&user.id, label, &secret.hash)
         .await?;
     tx.record_audit(AuditEntry {
-        actor: &actor.name,
+        actor: actor.author(),
         app_slug: None,
         entity_type: "access_token",
         entity_id: &token_id,

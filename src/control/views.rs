@@ -276,6 +276,13 @@ pub struct AuditView {
     pub action: String,
     pub before: Option<serde_json::Value>,
     pub after: Option<serde_json::Value>,
+    /// Where the change came from: `console`, `api` or `cli`; absent for events recorded
+    /// before it was kept.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+    /// The id shared by the changes of one policy file's apply (`?change_set=` lists them).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub change_set: Option<String>,
 }
 
 impl From<AuditRecord> for AuditView {
@@ -291,6 +298,8 @@ impl From<AuditRecord> for AuditView {
             action: r.action,
             before: parse(r.before_json),
             after: parse(r.after_json),
+            source: r.source,
+            change_set: r.change_set,
         }
     }
 }

@@ -2,10 +2,20 @@ use serde::Serialize;
 
 use super::{StoreResult, Tx, now_ms};
 
+/// Who made a change, and from where.
+#[derive(Debug, Clone, Copy)]
+pub struct Author<'a> {
+    pub name: &'a str,
+    /// `console`, `api` or `cli`.
+    pub source: &'static str,
+    /// Shared by the changes of one policy file's apply.
+    pub change_set: Option<&'a str>,
+}
+
 /// One change, as the code that made it describes it.
 #[derive(Debug, Clone)]
 pub struct AuditEntry<'a> {
-    pub actor: &'a str,
+    pub actor: Author<'a>,
     pub app_slug: Option<&'a str>,
     pub entity_type: &'static str,
     pub entity_id: &'a str,
@@ -25,6 +35,9 @@ pub struct AuditRecord {
     pub action: String,
     pub before_json: Option<String>,
     pub after_json: Option<String>,
+    /// `None` for events recorded before it was kept.
+    pub source: Option<String>,
+    pub change_set: Option<String>,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -32,6 +45,8 @@ pub struct AuditFilter {
     pub app: Option<String>,
     pub user: Option<String>,
     pub policy: Option<String>,
+    /// Only the changes of one policy file's apply.
+    pub change_set: Option<String>,
     /// Events at or after this time (Unix ms).
     pub from_ms: Option<i64>,
     /// Events before this time (Unix ms).
@@ -78,16 +93,18 @@ impl Tx {
         let text = |v: Option<serde_json::Value>| v.map(|v| v.to_string());
         sqlx::query(self.sql(
             "INSERT INTO audit_events (at_ms, actor, app_slug, entity_type, entity_id, action, \
-             before_json, after_json) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+             before_json, after_json, source, change_set) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         ))
         .bind(now_ms())
-        .bind(entry.actor)
+        .bind(entry.actor.name)
         .bind(entry.app_slug)
         .bind(entry.entity_type)
         .bind(entry.entity_id)
         .bind(entry.action)
         .bind(text(entry.before))
         .bind(text(entry.after))
+        .bind(entry.actor.source)
+        .bind(entry.actor.change_set)
         .execute(&mut *self.inner)
         .await?;
         Ok(())
@@ -101,7 +118,7 @@ impl Tx {
         }
         let mut query = String::from(
             "SELECT id, at_ms, actor, app_slug, entity_type, entity_id, action, before_json, \
-             after_json FROM audit_events WHERE 1 = 1",
+             after_json, source, change_set FROM audit_events WHERE 1 = 1",
         );
         let mut binds: Vec<Bind> = Vec::new();
         let mut text = |query: &mut String, clause: &str, value: &Option<String>| {
@@ -112,6 +129,7 @@ impl Tx {
         };
         text(&mut query, " AND app_slug = ?", &filter.app);
         text(&mut query, " AND actor = ?", &filter.user);
+        text(&mut query, " AND change_set = ?", &filter.change_set);
         text(
             &mut query,
             " AND entity_type = 'policy' AND entity_id = ?",

@@ -29,7 +29,7 @@ use sqlx::{Any, AnyConnection, AnyPool, AssertSqlSafe, Connection, Transaction};
 pub use access_tokens::{AccessTokenRecord, TokenOwner};
 pub use api_keys::{ApiKeyRecord, KeyGrant};
 pub use apps::AppRecord;
-pub use audit::{AUDIT_EXPORT_MAX, AuditChoices, AuditEntry, AuditFilter, AuditRecord};
+pub use audit::{AUDIT_EXPORT_MAX, AuditChoices, AuditEntry, AuditFilter, AuditRecord, Author};
 pub use ids::{new_id, now_ms};
 pub use memberships::MemberRecord;
 pub use policy_rows::PolicyRecord;

@@ -81,9 +81,9 @@ async fn migrate_then_create_an_admin_and_a_token_that_works() {
     // The CLI's own changes are audited too, with the operator as actor.
     let users = app.audit("?user=cli").await;
     assert!(
-        users
-            .iter()
-            .any(|e| e["entity_type"] == "user" && e["entity_id"] == "root")
+        users.iter().any(|e| e["entity_type"] == "user"
+            && e["entity_id"] == "root"
+            && e["source"] == "cli")
     );
 }
 
@@ -472,8 +472,10 @@ async fn policies_plan_and_apply_against_a_server_with_an_owners_token() {
     assert_eq!(search["rate"], 2.0);
     let events = app.audit("?app=shop").await;
     assert!(
-        events.iter().any(|e| e["actor"] == "olga"),
-        "audited as the token's user: {events:?}"
+        events
+            .iter()
+            .any(|e| e["actor"] == "olga" && e["source"] == "api" && e["change_set"].is_string()),
+        "audited as the token's user, through the API, as one change set: {events:?}"
     );
 
     let again = run("plan", file.into(), env(&with_token)).await;

@@ -13,12 +13,13 @@ pub struct AuditQuery {
     app: Option<String>,
     user: Option<String>,
     policy: Option<String>,
+    change_set: Option<String>,
     page: Option<u32>,
 }
 
 #[utoipa::path(
     get, path = "/api/v1/audit", tag = "audit",
-    params(("app" = Option<String>, Query, pattern = "^[a-z0-9][a-z0-9-]{1,62}$"), ("user" = Option<String>, Query, pattern = "^[a-z0-9][a-z0-9._-]{0,63}$"), ("policy" = Option<String>, Query, pattern = "^[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}$"), ("page" = Option<u32>, Query, minimum = 1, description = "1-based, 50 events a page")),
+    params(("app" = Option<String>, Query, pattern = "^[a-z0-9][a-z0-9-]{1,62}$"), ("user" = Option<String>, Query, pattern = "^[a-z0-9][a-z0-9._-]{0,63}$"), ("policy" = Option<String>, Query, pattern = "^[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}$"), ("change_set" = Option<String>, Query, pattern = "^[0-9a-f]{16}$", description = "the changes of one policy file's apply"), ("page" = Option<u32>, Query, minimum = 1, description = "1-based, 50 events a page")),
     responses(
         (status = 200, description = "Audit events, newest first", body = Vec<AuditView>),
         (status = 400, description = "Malformed query string, or a filter no name could match", body = Problem, content_type = "application/problem+json"),
@@ -51,6 +52,7 @@ pub async fn list_audit(
         app: filter_value("app", q.app)?,
         user: filter_value("user", q.user)?,
         policy: filter_value("policy", q.policy)?,
+        change_set: filter_value("change_set", q.change_set)?,
         from_ms: None,
         until_ms: None,
         visible_apps: None,

@@ -109,7 +109,7 @@ pub async fn list(
     })
 }
 
-const CSV_HEADER: [&str; 9] = [
+const CSV_HEADER: [&str; 11] = [
     "time (UTC)",
     "user",
     "application",
@@ -119,6 +119,8 @@ const CSV_HEADER: [&str; 9] = [
     "changes",
     "before (JSON)",
     "after (JSON)",
+    "source",
+    "change set",
 ];
 
 /// `GET /audit.csv`: every event the same filters show (not only a page), as a file.
@@ -150,6 +152,10 @@ pub async fn export(
     for event in events {
         let json = |v: &Option<serde_json::Value>| v.as_ref().map(ToString::to_string);
         let (before, after) = (json(&event.before), json(&event.after));
+        let (source, change_set) = (
+            event.source.clone().unwrap_or_default(),
+            event.change_set.clone().unwrap_or_default(),
+        );
         let row = AuditRow::from(event);
         let changes: Vec<String> = row.changes.iter().map(|c| c.text()).collect();
         body.push_str(&csv::line(&[
@@ -162,6 +168,8 @@ pub async fn export(
             &changes.join("\n"),
             before.as_deref().unwrap_or(""),
             after.as_deref().unwrap_or(""),
+            &source,
+            &change_set,
         ]));
     }
     Ok(HttpResponse::Ok()

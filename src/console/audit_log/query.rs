@@ -15,6 +15,8 @@ pub struct AuditQuery {
     pub app: String,
     pub user: String,
     pub policy: String,
+    /// The changes of one policy file's apply (16 hex characters).
+    pub change_set: String,
     /// `YYYY-MM-DD`, UTC, both ends included.
     pub from: String,
     pub to: String,
@@ -63,6 +65,7 @@ impl AuditQuery {
                 "app" => q.app = value,
                 "user" => q.user = value,
                 "policy" => q.policy = value,
+                "change_set" => q.change_set = value,
                 "from" => q.from = value,
                 "to" => q.to = value,
                 "page" if value.is_empty() => {}
@@ -93,6 +96,14 @@ impl AuditQuery {
                 q.policy
             )));
         }
+        if !q.change_set.is_empty()
+            && (q.change_set.len() != 16 || !q.change_set.bytes().all(|b| b.is_ascii_hexdigit()))
+        {
+            return Err(bad(format!(
+                "“{}” is not the id of a policy file's changes: follow a link from the log.",
+                q.change_set
+            )));
+        }
         if q.user.chars().count() > 64 || q.user.chars().any(char::is_control) {
             return Err(bad(
                 "No user could have that name: choose one from the list.".to_owned(),
@@ -111,10 +122,20 @@ impl AuditQuery {
         Ok(q)
     }
 
+    /// Every filter's value as given (empty when not set).
+    fn values(&self) -> [&String; 6] {
+        [
+            &self.app,
+            &self.user,
+            &self.policy,
+            &self.change_set,
+            &self.from,
+            &self.to,
+        ]
+    }
+
     pub fn filtered(&self) -> bool {
-        [&self.app, &self.user, &self.policy, &self.from, &self.to]
-            .iter()
-            .any(|v| !v.is_empty())
+        self.values().iter().any(|v| !v.is_empty())
     }
 
     /// The store's filter for page `self.page` of `per_page` events.
@@ -124,6 +145,7 @@ impl AuditQuery {
             app: some(&self.app),
             user: some(&self.user),
             policy: some(&self.policy),
+            change_set: some(&self.change_set),
             from_ms: self.from_ms,
             until_ms: self.until_ms,
             visible_apps: None,
@@ -135,20 +157,25 @@ impl AuditQuery {
 
     /// The filters as a query string (without the page).
     pub fn to_query_string(&self) -> String {
-        format!(
+        let mut query = format!(
             "app={}&user={}&policy={}&from={}&to={}",
             url_encode(&self.app),
             url_encode(&self.user),
             url_encode(&self.policy),
             url_encode(&self.from),
             url_encode(&self.to)
-        )
+        );
+        // Only from a link of the log (no field of the form sets it).
+        if !self.change_set.is_empty() {
+            query.push_str(&format!("&change_set={}", self.change_set));
+        }
+        query
     }
 
     /// The export's file name: what it holds, in characters any file system takes.
     pub fn file_name(&self) -> String {
         let mut name = String::from("audit");
-        for part in [&self.app, &self.user, &self.policy, &self.from, &self.to] {
+        for part in self.values() {
             if !part.is_empty() {
                 name.push('-');
                 name.extend(part.chars().map(|c| {

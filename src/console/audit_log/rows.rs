@@ -19,6 +19,19 @@ pub struct AuditRow {
     pub href: Option<String>,
     pub action: String,
     pub changes: Vec<Change>,
+    /// "in the console", "through the API", "at the command line"; empty when not known.
+    pub source: &'static str,
+    /// The link listing every change of the policy file's apply this one was part of.
+    pub change_set_href: Option<String>,
+}
+
+fn source(event: &AuditView) -> &'static str {
+    match event.source.as_deref() {
+        Some("console") => "in the console",
+        Some("api") => "through the API",
+        Some("cli") => "at the command line",
+        _ => "",
+    }
 }
 
 fn kind(entity_type: &str) -> String {
@@ -114,6 +127,11 @@ impl From<AuditView> for AuditRow {
                 _ => None,
             },
             action: action(&e),
+            source: source(&e),
+            change_set_href: e
+                .change_set
+                .as_ref()
+                .map(|id| format!("/audit?change_set={id}")),
             changes: credential_changes(&e)
                 .unwrap_or_else(|| changes(e.before.as_ref(), e.after.as_ref())),
             at_iso: e.at,

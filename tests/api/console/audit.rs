@@ -73,10 +73,10 @@ async fn the_audit_log_lists_changes_newest_first_and_filters_them() {
     assert_eq!(
         rows[..4],
         [
-            row("otto", "other", "policy o1", "created"),
-            row("olga", "shop", "policy p1", "changed"),
-            row("olga", "shop", "policy p2", "created"),
-            row("olga", "shop", "policy p1", "created"),
+            row("otto", "other", "policy o1", "created in the console"),
+            row("olga", "shop", "policy p1", "changed in the console"),
+            row("olga", "shop", "policy p2", "created in the console"),
+            row("olga", "shop", "policy p1", "created in the console"),
         ]
     );
 
@@ -90,7 +90,7 @@ async fn the_audit_log_lists_changes_newest_first_and_filters_them() {
 
     let rows = audit_rows(&admin.get("/audit?app=shop").await);
     assert!(rows.iter().all(|r| r[1] == "shop"), "{rows:?}");
-    assert!(rows.contains(&row("olga", "shop", "policy p1", "changed")));
+    assert!(rows.contains(&row("olga", "shop", "policy p1", "changed in the console")));
 
     let rows = audit_rows(&admin.get("/audit?user=olga").await);
     assert_eq!(rows.len(), 3, "{rows:?}");
@@ -100,8 +100,8 @@ async fn the_audit_log_lists_changes_newest_first_and_filters_them() {
     assert_eq!(
         rows,
         [
-            row("olga", "shop", "policy p1", "changed"),
-            row("olga", "shop", "policy p1", "created"),
+            row("olga", "shop", "policy p1", "changed in the console"),
+            row("olga", "shop", "policy p1", "created in the console"),
         ]
     );
     let page = admin.get("/audit?policy=nothing").await;
@@ -112,7 +112,10 @@ async fn the_audit_log_lists_changes_newest_first_and_filters_them() {
     // belong to (nor of users).
     let mut vic = app.sign_in("vic").await;
     let rows = audit_rows(&vic.get("/audit").await);
-    assert_eq!(rows[0], row("olga", "shop", "policy p1", "changed"));
+    assert_eq!(
+        rows[0],
+        row("olga", "shop", "policy p1", "changed in the console")
+    );
     assert!(rows.iter().all(|r| r[1] == "shop"), "{rows:?}");
     assert!(audit_rows(&vic.get("/audit?app=other").await).is_empty());
     assert!(audit_rows(&vic.get("/audit?user=otto").await).is_empty());

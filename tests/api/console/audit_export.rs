@@ -129,10 +129,12 @@ async fn the_log_filters_and_exports_what_it_shows(db: Db) {
             "action",
             "changes",
             "before (JSON)",
-            "after (JSON)"
+            "after (JSON)",
+            "source",
+            "change set"
         ]
     );
-    assert!(records[1..].iter().all(|r| r.len() == 9));
+    assert!(records[1..].iter().all(|r| r.len() == 11));
     // Newest first (the policy of other), and olga2's change with its quoted description.
     assert_eq!(records[1][4], "o1");
     let change = &records[2];
@@ -140,6 +142,7 @@ async fn the_log_filters_and_exports_what_it_shows(db: Db) {
         (change[1].as_str(), change[4].as_str(), change[5].as_str()),
         ("olga2", "orders.create", "changed")
     );
+    assert_eq!(change[9], "api", "{change:?}");
     assert!(
         change[6].contains("rate: 600 per minute → 12 per minute"),
         "{change:?}"

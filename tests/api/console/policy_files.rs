@@ -258,6 +258,49 @@ async fn a_plan_changes_nothing_until_applied_as_the_signed_in_user() {
         pairs(&[("create", "pings"), ("delete", "old"), ("update", "search")])
     );
     assert_eq!(newest_event(&app).await["actor"], "olga");
+    // From the console, as one change set: the log links each of them to all three.
+    let sets: Vec<&str> = events
+        .iter()
+        .map(|e| {
+            assert_eq!(e["source"], "console", "{e}");
+            e["change_set"].as_str().expect("a change set")
+        })
+        .collect();
+    assert!(sets.iter().all(|s| *s == sets[0]), "{sets:?}");
+    let link = format!("/audit?change_set={}", sets[0]);
+    let mut admin = app.sign_in_as_admin().await;
+    assert!(
+        admin
+            .get("/audit")
+            .await
+            .has(&format!("<a href=\"{link}\">with a policy file</a>"))
+    );
+    let set = admin.get(&link).await;
+    set.assert_status(StatusCode::OK);
+    assert!(set.has("id=\"change-set\""));
+    assert_eq!(
+        set.body.matches("with a policy file</a>").count(),
+        3,
+        "{}",
+        set.body
+    );
+    // A change made outside the file is no part of it, and says where it came from.
+    app.create_policy(json!({"name": "later", "owner_app": "shop", "rate": 1, "max_permits": 1}))
+        .await;
+    assert_eq!(newest_event(&app).await["source"], "api");
+    assert_eq!(
+        admin
+            .get(&link)
+            .await
+            .body
+            .matches("with a policy file</a>")
+            .count(),
+        3
+    );
+    admin
+        .get("/audit?change_set=nonsense")
+        .await
+        .assert_status(StatusCode::BAD_REQUEST);
 }
 
 /// olga owns shop, not billing: a file touching billing is refused naming billing (and

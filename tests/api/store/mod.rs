@@ -7,7 +7,7 @@
 use ratekeeper::domain::{
     Algorithm, AppSlug, FailureMode, MaxPermits, PolicyName, PolicySpec, Rate, Username,
 };
-use ratekeeper::store::{AppRecord, AuditEntry, AuditFilter, Store, Tx, UserRecord};
+use ratekeeper::store::{AppRecord, AuditEntry, AuditFilter, Author, Store, Tx, UserRecord};
 use secrecy::SecretString;
 
 use crate::helpers::*;
@@ -94,7 +94,11 @@ fn entry<'a>(
     action: &'static str,
 ) -> AuditEntry<'a> {
     AuditEntry {
-        actor,
+        actor: Author {
+            name: actor,
+            source: "api",
+            change_set: None,
+        },
         app_slug: app,
         entity_type,
         entity_id,
