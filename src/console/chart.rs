@@ -20,6 +20,10 @@ pub struct UsageChart {
     pub per_bar: &'static str,
     /// Where the time axis starts: "60 min ago".
     pub starts: &'static str,
+    /// The times (UTC) at the axis' two ends: the first bar's start, the last one's end
+    /// (the last bar is the span so far, drawn fainter); empty without points.
+    pub start_time: String,
+    pub end_time: String,
     pub granted: u64,
     pub denied: u64,
     /// Granted by shadow mode where the limit would have denied.
@@ -58,10 +62,13 @@ impl UsageChart {
                 ", {shadow_denied} would have been denied (shadow mode)"
             );
         }
+        let (start_time, end_time) = axis_times(points);
         Self {
             title,
             per_bar,
             starts,
+            start_time,
+            end_time,
             granted,
             denied,
             shadow_denied,
@@ -80,9 +87,7 @@ impl UsageChart {
         let (Some(first), Some(last)) = (points.first(), points.last()) else {
             return self;
         };
-        let each = points
-            .get(1)
-            .map_or(1, |p| (p.minute - first.minute).max(1));
+        let each = minutes_per_point(points);
         let span = (last.minute + each - first.minute) as f64;
         let mut markers = String::new();
         for &(version, at_ms) in saved {
@@ -118,6 +123,33 @@ impl UsageChart {
     }
 }
 
+/// The minutes (Unix) one point of `points` counts, from the first two.
+fn minutes_per_point(points: &[MinuteCounts]) -> i64 {
+    match points {
+        [first, second, ..] => (second.minute - first.minute).max(1),
+        _ => 1,
+    }
+}
+
+/// The UTC times at the two ends of the axis: "14:05 UTC" within an hour, with the day
+/// ("Thu 14:00 UTC") over longer spans.
+fn axis_times(points: &[MinuteCounts]) -> (String, String) {
+    let (Some(first), Some(last)) = (points.first(), points.last()) else {
+        return (String::new(), String::new());
+    };
+    let end = last.minute + minutes_per_point(points);
+    let format = if end - first.minute <= 60 {
+        "%H:%M UTC"
+    } else {
+        "%a %H:%M UTC"
+    };
+    let at = |minute: i64| {
+        chrono::DateTime::from_timestamp(minute * 60, 0)
+            .map_or_else(String::new, |t| t.format(format).to_string())
+    };
+    (at(first.minute), at(end))
+}
+
 fn bars(label: &str, points: &[MinuteCounts], peak: u64) -> String {
     let mut svg = String::new();
     let _ = write!(
@@ -130,6 +162,11 @@ fn bars(label: &str, points: &[MinuteCounts], peak: u64) -> String {
     let scale = if peak == 0 { 0.0 } else { HEIGHT / peak as f64 };
     for (i, p) in points.iter().enumerate() {
         let x = i as f64 * slot;
+        // The last bar is the span so far: drawn fainter, it reads as unfinished.
+        let so_far = i + 1 == points.len();
+        if so_far {
+            svg.push_str(r#"<g class="so-far">"#);
+        }
         let mut top = HEIGHT;
         for (class, n) in [("g", p.granted), ("d", p.denied), ("s", p.shadow_denied)] {
             let h = n as f64 * scale;
@@ -140,6 +177,9 @@ fn bars(label: &str, points: &[MinuteCounts], peak: u64) -> String {
                     r#"<rect class="{class}" x="{x:.2}" y="{top:.2}" width="{width:.2}" height="{h:.2}"/>"#
                 );
             }
+        }
+        if so_far {
+            svg.push_str("</g>");
         }
     }
     svg.push_str(r#"<line class="base" x1="0" y1="100" x2="600" y2="100"/></svg>"#);
@@ -276,6 +316,38 @@ mod tests {
         );
         // Nothing drawn for an empty minute.
         assert_eq!(chart.svg.matches("<rect").count(), 3);
+    }
+
+    #[test]
+    fn the_axis_says_its_ends_in_utc_and_the_last_bar_is_so_far() {
+        let hour: Vec<MinuteCounts> = (0..60)
+            .map(|i| MinuteCounts {
+                minute: 28_998_720 + 10 + i, // 00:10 UTC on
+                ..point(1, 0)
+            })
+            .collect();
+        let chart = UsageChart::new("Last hour", "1 minute", "60 min ago", &hour);
+        assert_eq!(
+            (chart.start_time.as_str(), chart.end_time.as_str()),
+            ("00:10 UTC", "01:10 UTC")
+        );
+        assert_eq!(chart.svg.matches(r#"<g class="so-far">"#).count(), 1);
+        assert!(
+            chart
+                .svg
+                .contains(r#"<g class="so-far"><rect class="g" x="590.00""#)
+        );
+        let week: Vec<MinuteCounts> = (0..168)
+            .map(|i| MinuteCounts {
+                minute: 28_998_720 + 60 * i,
+                ..point(0, 0)
+            })
+            .collect();
+        let chart = UsageChart::new("Last 7 days", "1 hour", "7 days ago", &week);
+        assert_eq!(
+            (chart.start_time.as_str(), chart.end_time.as_str()),
+            ("Wed 00:00 UTC", "Wed 00:00 UTC")
+        );
     }
 
     #[test]

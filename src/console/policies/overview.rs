@@ -21,7 +21,7 @@ use crate::console::session::SignedIn;
 use crate::control::{ControlError, OverrideView, PolicyView, TOP_SPANS, TopCallers};
 use crate::domain::{Mode, Scope, non_utf8_field};
 use crate::state::AppState;
-use ratekeeper_limiter::CallerCount;
+use ratekeeper_limiter::{CallerCount, MinuteCounts};
 
 use super::gateway::GatewayPart;
 use super::history::HistoryPartial;
@@ -52,6 +52,38 @@ pub struct BucketRow {
     pub full_in: String,
     /// The override that gives this caller other limits, as its form line.
     pub overridden: Option<String>,
+    /// A looked-up caller's last hour, minute by minute, and since when it is denied.
+    pub hour: Option<CallerHour>,
+}
+
+/// One caller's acquires over the last hour (from the top callers).
+pub struct CallerHour {
+    pub chart: UsageChart,
+    /// "first denied at 14:32 UTC (and in 5 of the 60 minutes)", or that it was not.
+    pub denials: String,
+}
+
+impl CallerHour {
+    fn of(minutes: &[MinuteCounts]) -> Self {
+        let denied_minutes: Vec<&MinuteCounts> = minutes.iter().filter(|m| m.denied > 0).collect();
+        let at = |m: &MinuteCounts| {
+            chrono::DateTime::from_timestamp(m.minute * 60, 0)
+                .map_or_else(String::new, |t| t.format("%H:%M UTC").to_string())
+        };
+        let denials = match (denied_minutes.first(), denied_minutes.last()) {
+            (Some(first), Some(last)) => format!(
+                "Denied in {} of the last 60 minutes: first at {}, last at {}.",
+                denied_minutes.len(),
+                at(first),
+                at(last)
+            ),
+            _ => "Not denied in the last 60 minutes.".to_owned(),
+        };
+        Self {
+            chart: UsageChart::new("This caller, last hour", "1 minute", "60 min ago", minutes),
+            denials,
+        }
+    }
 }
 
 /// One span's top callers, or why they cannot be shown.
@@ -272,6 +304,7 @@ fn bucket_row(
     policy: &PolicyView,
     caller: Option<&str>,
     s: &ratekeeper_limiter::BucketState,
+    hour: Option<&[MinuteCounts]>,
 ) -> BucketRow {
     BucketRow {
         caller: caller.map(str::to_owned),
@@ -283,6 +316,7 @@ fn bucket_row(
             .iter()
             .find(|o| Some(o.matches.as_str()) == caller)
             .map(|o| overrides_text::render(std::slice::from_ref(o))),
+        hour: hour.map(CallerHour::of),
     }
 }
 
@@ -336,7 +370,10 @@ async fn load(
         (_, Some(e)) => (None, Some(e)),
         (Err(_), None) => (None, Some(unreachable())),
         (Ok(l), None) => match (&l.state, asked) {
-            (Some(s), _) => (Some(bucket_row(&policy, asked, s)), None),
+            (Some(s), _) => (
+                Some(bucket_row(&policy, asked, s, l.caller_hour.as_deref())),
+                None,
+            ),
             (None, None) if policy.scope.is_keyed() => (None, None),
             (None, _) => (
                 None,

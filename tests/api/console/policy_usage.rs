@@ -143,3 +143,64 @@ async fn the_delete_page_says_what_the_policy_served_in_the_last_hour() {
     let page = admin.get("/policies/orders.create/delete").await;
     assert!(counted, "{:?}", page.text_of("last-hour"));
 }
+
+/// A caller looked up on a keyed policy's page shows its own last hour, minute by minute,
+/// and since when it is denied (from the top callers: no key is a metric label).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_looked_up_caller_shows_its_last_hour_and_since_when_it_is_denied() {
+    let app = spawn_app(Db::Sqlite).await;
+    app.create_app("shop").await;
+    let key = app.create_key("shop").await;
+    app.create_policy(json!({
+        "name": "search", "owner_app": "shop", "rate": 0.001, "max_permits": 3, "scope": "per_key"
+    }))
+    .await;
+    for _ in 0..5 {
+        app.post(
+            "/v1/acquire",
+            &key,
+            json!({"resource": "search", "permits": 1, "key": "ann"}),
+        )
+        .await;
+    }
+    app.post(
+        "/v1/acquire",
+        &key,
+        json!({"resource": "search", "permits": 1, "key": "bob"}),
+    )
+    .await;
+    let mut admin = app.sign_in_as_admin().await;
+    let counted = eventually(Duration::from_secs(10), || {
+        let mut admin = admin.clone();
+        async move {
+            let page = admin.get("/policies/search/overview?key=ann").await;
+            page.text_of("caller-hour")
+                .is_some_and(|t| t.contains("3 granted, 2 denied"))
+        }
+    })
+    .await;
+    let page = admin.get("/policies/search/overview?key=ann").await;
+    assert!(counted, "{:?}", page.text_of("caller-hour"));
+    let denials = page.text_of("caller-denials").unwrap();
+    // (Its acquires may straddle a minute's end: one minute or two.)
+    assert!(
+        denials.starts_with("Denied in ")
+            && denials.contains(" of the last 60 minutes: first at ")
+            && denials.ends_with(" UTC."),
+        "{denials}"
+    );
+    // Each caller's counts are its own.
+    let bob = admin.get("/policies/search/overview?key=bob").await;
+    let bob_hour = bob.text_of("caller-hour").unwrap();
+    assert!(bob_hour.contains("1 granted, 0 denied"), "{bob_hour}");
+    assert_eq!(
+        bob.text_of("caller-denials").as_deref(),
+        Some("Not denied in the last 60 minutes.")
+    );
+    // A policy's charts say their ends in UTC, the last bar being the span so far.
+    assert!(
+        page.has(" UTC · now (the last bar so far)"),
+        "{}",
+        page.body
+    );
+}

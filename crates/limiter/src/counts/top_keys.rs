@@ -131,37 +131,78 @@ impl Limiter {
         }
         let mut pipe = redis::pipe();
         for policy in policies {
-            for outcome in OUTCOMES {
-                for minute in first..=last {
-                    pipe.cmd("ZSCORE")
-                        .arg(self.top_key(policy, minute, outcome))
-                        .arg(caller);
-                }
-            }
+            self.queue_caller_minutes(&mut pipe, policy, caller, first, last);
         }
         let mut conn = self.conn.clone();
         let scores: Vec<Option<f64>> = self.timed(pipe.query_async(&mut conn)).await?;
-        let per_outcome = (last - first + 1) as usize;
         Ok(scores
-            .chunks(OUTCOMES.len() * per_outcome)
+            .chunks(caller_minute_reads(first, last))
             .map(|policy| {
-                let sum = |i: usize| -> u64 {
-                    policy[i * per_outcome..(i + 1) * per_outcome]
-                        .iter()
-                        .map(|s| s.unwrap_or(0.0) as u64)
-                        .sum()
-                };
-                MinuteCounts {
-                    minute: first,
-                    granted: sum(0),
-                    denied: sum(1),
-                    shadow_denied: sum(2),
-                    unavailable: 0,
-                    unknown_policy: 0,
-                }
+                let minutes = caller_minutes_of(policy, first, last);
+                minutes.iter().fold(
+                    MinuteCounts {
+                        minute: first,
+                        ..MinuteCounts::default()
+                    },
+                    |sum, m| MinuteCounts {
+                        granted: sum.granted + m.granted,
+                        denied: sum.denied + m.denied,
+                        shadow_denied: sum.shadow_denied + m.shadow_denied,
+                        ..sum
+                    },
+                )
             })
             .collect())
     }
+
+    /// Queues the `ZSCORE`s of one caller's count of each outcome in each minute of
+    /// `first..=last` on `policy` ([`caller_minute_reads`] replies).
+    pub(crate) fn queue_caller_minutes(
+        &self,
+        pipe: &mut redis::Pipeline,
+        policy: &str,
+        caller: &str,
+        first: i64,
+        last: i64,
+    ) {
+        for outcome in OUTCOMES {
+            for minute in first..=last {
+                pipe.cmd("ZSCORE")
+                    .arg(self.top_key(policy, minute, outcome))
+                    .arg(caller);
+            }
+        }
+    }
+}
+
+/// How many replies [`Limiter::queue_caller_minutes`] queues.
+pub(crate) fn caller_minute_reads(first: i64, last: i64) -> usize {
+    OUTCOMES.len() * (last - first + 1).max(0) as usize
+}
+
+/// The replies of [`Limiter::queue_caller_minutes`] as one count per minute, oldest first.
+pub(crate) fn caller_minutes_of(
+    scores: &[Option<f64>],
+    first: i64,
+    last: i64,
+) -> Vec<MinuteCounts> {
+    let per_outcome = (last - first + 1).max(0) as usize;
+    let at = |outcome: usize, i: usize| {
+        scores
+            .get(outcome * per_outcome + i)
+            .copied()
+            .flatten()
+            .unwrap_or(0.0) as u64
+    };
+    (0..per_outcome)
+        .map(|i| MinuteCounts {
+            minute: first + i as i64,
+            granted: at(0, i),
+            denied: at(1, i),
+            shadow_denied: at(2, i),
+            ..MinuteCounts::default()
+        })
+        .collect()
 }
 
 /// How many replies [`Limiter::queue_top`] queues.

@@ -7,7 +7,9 @@ use redis::Value;
 use crate::domain::PolicyName;
 
 use crate::client::{KeySpace, Limiter, LimiterError, scripts};
-use crate::counts::top_keys::{Scored, TOP_READS, TopByOutcome, ranked};
+use crate::counts::top_keys::{
+    Scored, TOP_READS, TopByOutcome, caller_minute_reads, caller_minutes_of, ranked,
+};
 use crate::counts::usage::{MinuteCounts, UsageSpan};
 use crate::decide::keyed::KeyedBucket;
 use crate::views::keyed_state::keyed_state_of;
@@ -32,6 +34,9 @@ pub struct PolicyLive {
     pub top: Vec<TopByOutcome>,
     /// The caller's bucket looked up, if one was: `(permits available, ms until full)`.
     pub lookup: Option<(i64, i64)>,
+    /// The looked-up caller's counts in each of the last 60 minutes, oldest first, from the
+    /// top callers (exact while the policy has no more than their `KEEP` callers a minute).
+    pub caller_hour: Option<Vec<MinuteCounts>>,
 }
 
 impl Limiter {
@@ -52,7 +57,14 @@ impl Limiter {
             && let Some(bucket) = lookup
         {
             let (live, state) = futures_util::future::join(
-                self.one_pipeline(name, now_minute, top_spans, top_limit, None),
+                self.one_pipeline(
+                    name,
+                    now_minute,
+                    top_spans,
+                    top_limit,
+                    None,
+                    Some(bucket.caller),
+                ),
                 self.keyed_state(bucket),
             )
             .await;
@@ -60,7 +72,8 @@ impl Limiter {
             live.lookup = Some(state?);
             return Ok(live);
         }
-        self.one_pipeline(name, now_minute, top_spans, top_limit, lookup)
+        let caller = lookup.map(|b| b.caller);
+        self.one_pipeline(name, now_minute, top_spans, top_limit, lookup, caller)
             .await
     }
 
@@ -71,8 +84,10 @@ impl Limiter {
         top_spans: &[i64],
         top_limit: usize,
         lookup: Option<&KeyedBucket<'_>>,
+        caller: Option<&str>,
     ) -> Result<PolicyLive, LimiterError> {
         let policy = name.as_str();
+        let caller_first = now_minute - 59;
         let minute_strings = UsageSpan::DAY.strings(now_minute);
         let hour_strings = UsageSpan::WEEK.strings(now_minute);
         let mut pipe = redis::pipe();
@@ -99,6 +114,9 @@ impl Limiter {
                 .collect();
             pipe.cmd("MGET").arg(keys);
         }
+        if let Some(caller) = caller {
+            self.queue_caller_minutes(&mut pipe, policy, caller, caller_first, now_minute);
+        }
         if let Some(bucket) = lookup {
             let (script, invocation) = self.keyed_state_invocation(bucket);
             pipe.load_script(script).ignore();
@@ -112,6 +130,19 @@ impl Limiter {
                 let reply: Vec<i64> = redis::from_redis_value_ref(&reply)
                     .map_err(|_| LimiterError::Reply(format!("keyed state: {reply:?}")))?;
                 Some(keyed_state_of(&reply)?)
+            }
+            None => None,
+        };
+        let caller_hour = match caller {
+            Some(_) => {
+                let reads = caller_minute_reads(caller_first, now_minute);
+                let split = replies.len().saturating_sub(reads);
+                let scores: Vec<Option<f64>> = replies
+                    .split_off(split)
+                    .iter()
+                    .map(|v| redis::from_redis_value_ref(v).ok().flatten())
+                    .collect();
+                Some(caller_minutes_of(&scores, caller_first, now_minute))
             }
             None => None,
         };
@@ -165,6 +196,7 @@ impl Limiter {
             week: UsageSpan::WEEK.points_from(now_minute, &hours, &shadow_hours, &[]),
             top,
             lookup,
+            caller_hour,
         })
     }
 }
