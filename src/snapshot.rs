@@ -35,6 +35,8 @@ pub struct KeyEntry {
     /// Unix ms of the last acquire with this key, 0 if none since loaded; written on the
     /// hot path without a lock, flushed to SQL by the sync task.
     pub last_used_ms: AtomicI64,
+    /// Revoked: refused, and counted for its application (someone still sends it).
+    pub revoked: bool,
 }
 
 impl KeyEntry {
@@ -55,6 +57,7 @@ impl KeyEntry {
             app,
             expires_ms: grant.expires_ms,
             last_used_ms: AtomicI64::new(0),
+            revoked: grant.revoked_ms.is_some(),
         };
         Some((digest, entry))
     }

@@ -198,7 +198,7 @@ impl Syncer {
     pub async fn keys_changed(&self) -> StoreResult<()> {
         let read_at = now_ms();
         let mut tx = self.store.begin_read().await?;
-        let grants = tx.live_key_grants().await?;
+        let grants = tx.key_grants().await?;
         tx.commit().await?;
         self.snapshot.replace_keys(grants, read_at);
         self.announce().await;
@@ -217,7 +217,7 @@ impl Syncer {
         let mut memo = self.memo.lock().await;
         self.flush_key_usage().await?;
         let mut tx = self.store.begin_read().await?;
-        let grants = tx.live_key_grants().await?;
+        let grants = tx.key_grants().await?;
         let fingerprint = tx.policy_fingerprint().await?;
         let policies = if memo.loaded.as_deref() != Some(fingerprint.as_str()) {
             Some(tx.list_policies(None).await?)

@@ -115,8 +115,13 @@ impl Acquirer {
             .snapshot
             .key(&digest_secret(presented))
             .ok_or(KeyRefused::Unknown)?;
+        if key.revoked {
+            self.tally.count_unauthenticated(key.app.as_str());
+            return Err(KeyRefused::Revoked);
+        }
         let now = chrono::Utc::now().timestamp_millis();
         if let Some(at) = key.expires_ms.filter(|_| key.expired_at(now)) {
+            self.tally.count_unauthenticated(key.app.as_str());
             return Err(KeyRefused::Expired { at_ms: at });
         }
         // Written at most once a second (the flush reads it every few seconds): a write per

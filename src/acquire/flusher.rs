@@ -11,7 +11,7 @@ use tokio_util::sync::CancellationToken;
 use crate::snapshot::Snapshot;
 use ratekeeper_limiter::{AppFlush, Limiter, PolicyFlush, TopBatch};
 
-use super::{Taken, TallyRegistry};
+use super::{AppRefusals, Taken, TallyRegistry};
 
 /// How often an instance adds its counts to Redis.
 const FLUSH_EVERY: Duration = Duration::from_secs(2);
@@ -28,7 +28,7 @@ pub fn unix_minute_now() -> i64 {
 /// granted: they count as grants of the application, which denied no one, and apart.
 fn per_app(
     taken: &[Taken],
-    unknown_policy: HashMap<String, u64>,
+    refusals: HashMap<String, AppRefusals>,
     snapshot: &Snapshot,
 ) -> Vec<AppFlush> {
     let mut apps: HashMap<String, AppFlush> = HashMap::new();
@@ -39,11 +39,12 @@ fn per_app(
         shadow_denied: 0,
         unavailable: 0,
         unknown_policy: 0,
+        unauthenticated: 0,
     };
-    for (app, n) in unknown_policy {
-        apps.entry(app.clone())
-            .or_insert_with(|| blank(app))
-            .unknown_policy += n;
+    for (app, r) in refusals {
+        let sums = apps.entry(app.clone()).or_insert_with(|| blank(app));
+        sums.unknown_policy += r.unknown_policy;
+        sums.unauthenticated += r.unauthenticated;
     }
     for t in taken {
         if let Some(entry) = snapshot.policy(&t.policy) {
@@ -119,7 +120,7 @@ pub async fn run_flusher(
         let minute = unix_minute_now();
         let mut taken = tallies.take();
         add_held(&mut taken, &mut held);
-        let apps = per_app(&taken, tallies.take_unknown_policy(), &snapshot);
+        let apps = per_app(&taken, tallies.take_app_refusals(), &snapshot);
         // Applications with nothing but acquires that named no policy: no policy chunk
         // carries them.
         if taken.is_empty()

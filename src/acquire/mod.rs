@@ -22,6 +22,6 @@ pub use caller::{Partition, partition_of};
 pub use denials::DenialCache;
 pub use flusher::{run_flusher, unix_minute_now};
 pub use new_keys::announcement;
-pub use outcome::{Acquired, KeyRefused, Outcome, Refusal};
+pub use outcome::{Acquired, KeyRefused, Outcome, REVOKED, Refusal};
 pub use protocol::Protocol;
-pub use tally::{OutcomeCounts, SKETCH_SIZE, Taken, Tally, TallyRegistry};
+pub use tally::{AppRefusals, OutcomeCounts, SKETCH_SIZE, Taken, Tally, TallyRegistry};

@@ -45,6 +45,7 @@ fn announced(digest_hex: String, text: &str) -> Option<(KeyGrant, i64)> {
         key_id: key_id.to_owned(),
         app_slug: app.to_owned(),
         expires_ms,
+        revoked_ms: None,
     };
     Some((grant, at.parse().ok()?))
 }
@@ -85,6 +86,7 @@ mod tests {
             key_id: "0123456789abcdef".into(),
             app_slug: "shop".into(),
             expires_ms,
+            revoked_ms: None,
         }
     }
 

@@ -45,11 +45,16 @@ pub struct Acquired {
     pub partition: Option<super::Partition>,
 }
 
+/// What a client sending a revoked key hears (over HTTP and gRPC alike).
+pub const REVOKED: &str = "this API key was revoked; use its replacement or make a new one";
+
 /// Why a presented API key opens nothing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum KeyRefused {
-    /// No live key has this text (never made, revoked, or its application deleted).
+    /// No key has this text (never made, revoked long ago, or its application deleted).
     Unknown,
+    /// The key was revoked (lately: see `REVOKED_KEYS_KEPT_MS`).
+    Revoked,
     /// The key expired at this Unix ms.
     Expired { at_ms: i64 },
 }

@@ -115,9 +115,18 @@ pub struct Tally {
     // Locked by its worker for each decision and by the flusher every few seconds: never
     // contended between workers.
     by_policy: Mutex<HashMap<Box<str>, PolicyTally>>,
-    /// Acquires that named no policy (404), per calling application: by application, not
-    /// by the name asked for, which any client could make up without end.
-    unknown_policy: Mutex<HashMap<Box<str>, u64>>,
+    /// Refusals no policy saw, per calling application: by application, never by the
+    /// name asked for, which any client could make up without end.
+    app_refusals: Mutex<HashMap<Box<str>, AppRefusals>>,
+}
+
+/// An application's acquires refused before any policy decided them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct AppRefusals {
+    /// Named no policy (404).
+    pub unknown_policy: u64,
+    /// Sent a revoked or expired key of the application (401).
+    pub unauthenticated: u64,
 }
 
 /// What a flush takes of one policy: its counts, and its top callers by outcome.
@@ -150,11 +159,22 @@ impl Tally {
 
     /// An acquire by `app` that named no policy.
     pub fn count_unknown_policy(&self, app: &str) {
-        let mut by_app = self.unknown_policy.lock().expect("tally lock");
+        self.with_app(app, |r| r.unknown_policy += 1);
+    }
+
+    /// An acquire with a revoked or expired key of `app`.
+    pub fn count_unauthenticated(&self, app: &str) {
+        self.with_app(app, |r| r.unauthenticated += 1);
+    }
+
+    fn with_app(&self, app: &str, count: impl FnOnce(&mut AppRefusals)) {
+        let mut by_app = self.app_refusals.lock().expect("tally lock");
         match by_app.get_mut(app) {
-            Some(n) => *n += 1,
+            Some(r) => count(r),
             None => {
-                by_app.insert(app.into(), 1);
+                let mut r = AppRefusals::default();
+                count(&mut r);
+                by_app.insert(app.into(), r);
             }
         }
     }
@@ -209,14 +229,16 @@ impl TallyRegistry {
         top
     }
 
-    /// Takes every worker's acquires that named no policy, summed per application.
-    pub fn take_unknown_policy(&self) -> HashMap<String, u64> {
+    /// Takes every worker's refusals no policy saw, summed per application.
+    pub fn take_app_refusals(&self) -> HashMap<String, AppRefusals> {
         let workers = self.workers.lock().expect("registry lock").clone();
-        let mut merged: HashMap<String, u64> = HashMap::new();
+        let mut merged: HashMap<String, AppRefusals> = HashMap::new();
         for worker in &workers {
-            let taken = std::mem::take(&mut *worker.unknown_policy.lock().expect("tally lock"));
-            for (app, n) in taken {
-                *merged.entry(app.into_string()).or_default() += n;
+            let taken = std::mem::take(&mut *worker.app_refusals.lock().expect("tally lock"));
+            for (app, r) in taken {
+                let sum = merged.entry(app.into_string()).or_default();
+                sum.unknown_policy += r.unknown_policy;
+                sum.unauthenticated += r.unauthenticated;
             }
         }
         merged

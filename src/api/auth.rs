@@ -9,7 +9,7 @@ use actix_web::{FromRequest, HttpRequest, web};
 use futures_util::future::{Either, LocalBoxFuture, Ready, ready};
 
 use super::problem::Problem;
-use crate::acquire::{Acquirer, KeyRefused};
+use crate::acquire::{Acquirer, KeyRefused, REVOKED};
 use crate::auth::Actor;
 use crate::control::rfc3339;
 use crate::snapshot::KeyEntry;
@@ -60,6 +60,7 @@ impl FromRequest for ApiClient {
 fn refusal(refused: KeyRefused) -> Problem {
     match refused {
         KeyRefused::Unknown => Problem::unauthorized("unknown or revoked API key"),
+        KeyRefused::Revoked => Problem::unauthorized(REVOKED),
         KeyRefused::Expired { at_ms } => Problem::unauthorized(format!(
             "this API key expired at {}; use its replacement or make a new one",
             rfc3339(at_ms)

@@ -262,8 +262,7 @@ mod tests {
             granted,
             denied,
             shadow_denied: 0,
-            unavailable: 0,
-            unknown_policy: 0,
+            ..MinuteCounts::default()
         }
     }
 

@@ -21,6 +21,9 @@ pub struct Recent {
     /// An application's acquires that named no policy (404): clients calling a policy
     /// deleted or renamed, or never made. Not among the others' share.
     pub unknown_policy: u64,
+    /// An application's acquires with a revoked or expired key of its own (401): a
+    /// client not yet given the replacement. Not among the others' share.
+    pub unauthenticated: u64,
 }
 
 /// A badge: its CSS class and its words.
@@ -39,6 +42,7 @@ impl Recent {
             shadow_denied: r.shadow_denied + m.shadow_denied,
             unavailable: r.unavailable + m.unavailable,
             unknown_policy: r.unknown_policy + m.unknown_policy,
+            unauthenticated: r.unauthenticated + m.unauthenticated,
         })
     }
 
@@ -73,6 +77,11 @@ impl Recent {
             (
                 "would-deny",
                 format!("Would deny {}", percent(self.share(self.shadow_denied))),
+            )
+        } else if self.unauthenticated > 0 {
+            (
+                "denying-some",
+                format!("{} with a revoked key", self.unauthenticated),
             )
         } else if self.unknown_policy > 0 {
             (
@@ -117,6 +126,12 @@ impl Recent {
             words.push_str(&format!(
                 ", {} refused with 503: Redis unreachable",
                 self.unavailable
+            ));
+        }
+        if self.unauthenticated > 0 {
+            words.push_str(&format!(
+                ", {} refused with a revoked or expired key (401)",
+                self.unauthenticated
             ));
         }
         if self.unknown_policy > 0 {
@@ -174,6 +189,7 @@ mod tests {
             shadow_denied,
             unavailable: 0,
             unknown_policy: 0,
+            unauthenticated: 0,
         }
     }
 

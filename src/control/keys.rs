@@ -180,6 +180,7 @@ impl Control {
             key_id: created.id.clone(),
             app_slug: app.slug.clone(),
             expires_ms: record.expires_ms,
+            revoked_ms: None,
         };
         Ok((created, grant))
     }

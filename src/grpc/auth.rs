@@ -7,7 +7,7 @@ use std::sync::Arc;
 use tonic::Status;
 use tonic::metadata::MetadataMap;
 
-use crate::acquire::{Acquirer, KeyRefused};
+use crate::acquire::{Acquirer, KeyRefused, REVOKED};
 use crate::control::rfc3339;
 use crate::snapshot::KeyEntry;
 
@@ -30,6 +30,7 @@ pub async fn client(acquirer: &Acquirer, metadata: &MetadataMap) -> Result<Arc<K
     };
     known.map_err(|refused| match refused {
         KeyRefused::Unknown => Status::unauthenticated("unknown or revoked API key"),
+        KeyRefused::Revoked => Status::unauthenticated(REVOKED),
         KeyRefused::Expired { at_ms } => Status::unauthenticated(format!(
             "this API key expired at {}; use its replacement or make a new one",
             rfc3339(at_ms)

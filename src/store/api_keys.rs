@@ -20,14 +20,20 @@ pub struct ApiKeyRecord {
     pub replaced_by: Option<String>,
 }
 
-/// What the acquire path needs to know of a live key, loaded into memory by the sync task.
+/// What the acquire path needs to know of a key, loaded into memory by the sync task: a
+/// live key, or one revoked lately (refused, and counted for its application).
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
 pub struct KeyGrant {
     pub key_hash: String,
     pub key_id: String,
     pub app_slug: String,
     pub expires_ms: Option<i64>,
+    pub revoked_ms: Option<i64>,
 }
+
+/// How long a revoked key is still recognised (as revoked, never as live): a client still
+/// sending it is counted for its application, for that long, rather than as a stranger.
+pub const REVOKED_KEYS_KEPT_MS: i64 = 30 * 24 * 3600 * 1000;
 
 impl Tx {
     #[tracing::instrument(level = "debug", skip_all, fields(app_id = %app_id))]
@@ -138,13 +144,16 @@ impl Tx {
         .await?)
     }
 
-    /// Every key that may be used now.
+    /// Every key that may be used now, and those revoked in the last
+    /// [`REVOKED_KEYS_KEPT_MS`] (with `revoked_ms`).
     #[tracing::instrument(level = "debug", skip_all)]
-    pub async fn live_key_grants(&mut self) -> StoreResult<Vec<KeyGrant>> {
+    pub async fn key_grants(&mut self) -> StoreResult<Vec<KeyGrant>> {
         Ok(sqlx::query_as(self.sql(
-            "SELECT k.key_hash, k.id AS key_id, a.slug AS app_slug, k.expires_ms FROM api_keys k \
-             JOIN apps a ON a.id = k.app_id WHERE k.revoked_ms IS NULL",
+            "SELECT k.key_hash, k.id AS key_id, a.slug AS app_slug, k.expires_ms, k.revoked_ms \
+             FROM api_keys k JOIN apps a ON a.id = k.app_id \
+             WHERE k.revoked_ms IS NULL OR k.revoked_ms > ?",
         ))
+        .bind(now_ms() - REVOKED_KEYS_KEPT_MS)
         .fetch_all(&mut *self.inner)
         .await?)
     }

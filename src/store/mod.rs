@@ -27,7 +27,7 @@ use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
 use sqlx::{Any, AnyConnection, AnyPool, AssertSqlSafe, Connection, Transaction};
 
 pub use access_tokens::{AccessTokenRecord, TokenOwner};
-pub use api_keys::{ApiKeyRecord, KeyGrant};
+pub use api_keys::{ApiKeyRecord, KeyGrant, REVOKED_KEYS_KEPT_MS};
 pub use apps::AppRecord;
 pub use audit::{AUDIT_EXPORT_MAX, AuditChoices, AuditEntry, AuditFilter, AuditRecord, Author};
 pub use ids::{new_id, now_ms};

@@ -156,3 +156,59 @@ async fn acquires_of_a_policy_that_does_not_exist_are_counted_per_application() 
         page.body
     );
 }
+
+/// A revoked (or expired) key still in use is refused with 401 and counted for its
+/// application, whose page says so; a key never made counts for no one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_revoked_key_still_in_use_is_counted_for_its_application() {
+    let app = spawn_app(Db::Sqlite).await;
+    app.create_app("shop").await;
+    let r = app
+        .post(
+            "/api/v1/apps/shop/keys",
+            &app.admin_token,
+            json!({"label": "old"}),
+        )
+        .await;
+    let created = expect_status(r, StatusCode::CREATED).await;
+    let (id, key) = (
+        created["id"].as_str().unwrap().to_owned(),
+        created["key"].as_str().unwrap().to_owned(),
+    );
+    app.create_policy(json!({"name": "orders", "owner_app": "shop", "rate": 1,
+                             "max_permits": 5}))
+        .await;
+    let r = app
+        .client
+        .delete(app.url(&format!("/api/v1/apps/shop/keys/{id}")))
+        .bearer_auth(&app.admin_token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::NO_CONTENT);
+    for _ in 0..2 {
+        let refused = app.acquire(&key, "orders", 1).await;
+        assert_eq!(refused.status(), StatusCode::UNAUTHORIZED);
+        let problem: serde_json::Value = refused.json().await.unwrap();
+        assert_eq!(
+            problem["detail"],
+            "this API key was revoked; use its replacement or make a new one"
+        );
+    }
+    let stranger = app.acquire("rk_key_never-made", "orders", 1).await;
+    assert_eq!(stranger.status(), StatusCode::UNAUTHORIZED);
+    let mut admin = app.sign_in_as_admin().await;
+    let shown = page_comes_to_say(
+        &admin,
+        "/apps/shop",
+        "<span class=\"badge denying-some\">2 with a revoked key</span>",
+    )
+    .await;
+    assert!(shown, "{}", admin.get("/apps/shop").await.body);
+    assert!(
+        admin
+            .get("/apps")
+            .await
+            .has("0 granted, 0 denied, 2 refused with a revoked or expired key (401)")
+    );
+}

@@ -48,6 +48,7 @@ fn app_flush(app: &str, granted: u64, denied: u64, shadow_denied: u64) -> AppFlu
         shadow_denied,
         unavailable: shadow_denied + 1,
         unknown_policy: 0,
+        unauthenticated: 0,
     }
 }
 

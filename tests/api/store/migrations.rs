@@ -26,7 +26,7 @@ async fn migrations_are_idempotent_and_start_empty(db: Db) {
     assert_eq!(tx.count_users().await.unwrap(), 0);
     assert!(tx.list_apps().await.unwrap().is_empty());
     assert!(tx.list_policies(None).await.unwrap().is_empty());
-    assert!(tx.live_key_grants().await.unwrap().is_empty());
+    assert!(tx.key_grants().await.unwrap().is_empty());
     assert!(tx.list_audit(&filter()).await.unwrap().is_empty());
     add_user(&mut tx, "ann").await;
     tx.commit().await.unwrap();

@@ -55,7 +55,7 @@ async fn a_transaction_dropped_without_commit_leaves_nothing(db: Db) {
     assert_eq!(tx.list_apps().await.unwrap(), std::slice::from_ref(&kept));
     assert!(tx.list_members(&kept.id).await.unwrap().is_empty());
     assert!(tx.list_api_keys(&kept.id).await.unwrap().is_empty());
-    assert!(tx.live_key_grants().await.unwrap().is_empty());
+    assert!(tx.key_grants().await.unwrap().is_empty());
     assert!(tx.list_policies(None).await.unwrap().is_empty());
     assert!(tx.list_audit(&filter()).await.unwrap().is_empty());
     tx.commit().await.unwrap();

@@ -143,6 +143,12 @@ impl KeySpace {
         format!("{}:activity:app:{{{app}}}:um:{hour}", self.prefix)
     }
 
+    /// An application's acquires with a revoked or expired key (401) per minute of one
+    /// Unix hour (one u32 a minute), written only for applications that had some.
+    pub fn usage_app_unauthenticated_minutes(&self, app: &str, hour: i64) -> String {
+        format!("{}:activity:app:{{{app}}}:ua:{hour}", self.prefix)
+    }
+
     /// An application's acquires that named no policy (404) per minute of one Unix hour
     /// (one u32 a minute), written only for applications that had some.
     pub fn usage_app_unknown_minutes(&self, app: &str, hour: i64) -> String {

@@ -30,6 +30,8 @@ pub struct AppFlush {
     pub unavailable: u64,
     /// Acquires that named no policy (404), not in the others.
     pub unknown_policy: u64,
+    /// Acquires with a revoked or expired key of the application (401), not in the others.
+    pub unauthenticated: u64,
 }
 
 /// One instance's decisions on one policy over a flush: its counts and its top callers.
@@ -112,10 +114,14 @@ impl Limiter {
                 KEEP_MINUTES_MS,
             );
             // The rarer counts, one u32 a minute each, only when there are some.
-            let one_a_minute: [(u64, UsageKey); 3] = [
+            let one_a_minute: [(u64, UsageKey); 4] = [
                 (app.shadow_denied, KeySpace::usage_app_shadow_minutes),
                 (app.unavailable, KeySpace::usage_app_unavailable_minutes),
                 (app.unknown_policy, KeySpace::usage_app_unknown_minutes),
+                (
+                    app.unauthenticated,
+                    KeySpace::usage_app_unauthenticated_minutes,
+                ),
             ];
             for (n, key_of) in one_a_minute.into_iter().filter(|(n, _)| *n > 0) {
                 add_counts(

@@ -35,6 +35,8 @@ pub struct MinuteCounts {
     pub unavailable: u64,
     /// Of an application's counts only: acquires that named no policy (404).
     pub unknown_policy: u64,
+    /// Of an application's counts only: acquires with a revoked or expired key (401).
+    pub unauthenticated: u64,
 }
 
 /// The `i`th big-endian u32 of a usage string; zero past its end (nothing counted there).
@@ -233,6 +235,7 @@ impl Limiter {
                 KeySpace::usage_app_shadow_minutes,
                 KeySpace::usage_app_unavailable_minutes,
                 KeySpace::usage_app_unknown_minutes,
+                KeySpace::usage_app_unauthenticated_minutes,
             ] {
                 for (h, (start, end)) in &reads {
                     pipe.cmd("GETRANGE")
@@ -245,11 +248,12 @@ impl Limiter {
         let mut conn = self.conn.clone();
         let replies: Vec<Vec<u8>> = self.timed(pipe.query_async(&mut conn)).await?;
         Ok(replies
-            .chunks(4 * reads.len())
+            .chunks(5 * reads.len())
             .map(|strings| {
                 let (pairs_read, rest) = strings.split_at(reads.len());
                 let (shadow_read, rest) = rest.split_at(reads.len());
-                let (unavailable_read, unknown_read) = rest.split_at(reads.len());
+                let (unavailable_read, rest) = rest.split_at(reads.len());
+                let (unknown_read, unauthenticated_read) = rest.split_at(reads.len());
                 let (granted, denied) = pairs_read
                     .iter()
                     .flat_map(|bytes| pairs(bytes, bytes.len() / PAIR_BYTES))
@@ -263,6 +267,7 @@ impl Limiter {
                     shadow_denied,
                     unavailable: sum_u32s(unavailable_read),
                     unknown_policy: sum_u32s(unknown_read),
+                    unauthenticated: sum_u32s(unauthenticated_read),
                 }
             })
             .collect())

@@ -143,7 +143,7 @@ fn live_view(chunk: &[Value], first: i64, last: i64) -> Result<LiveView, Limiter
                 denied,
                 shadow_denied,
                 unavailable,
-                unknown_policy: 0,
+                ..MinuteCounts::default()
             },
         )
         .collect();
