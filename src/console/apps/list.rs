@@ -10,6 +10,8 @@ use crate::console::error::ConsoleError;
 use crate::console::forms::FormErrors;
 use crate::console::page::{Chrome, Notice};
 use crate::console::recent::Recent;
+
+use super::attention::{AttentionRow, needing_attention};
 use crate::console::respond::{render, render_status, see_other};
 use crate::console::session::SignedIn;
 use crate::control::{AppInput, AppView, ControlError};
@@ -26,6 +28,10 @@ struct AppsPage {
     can_create: bool,
     /// Whether the user may change some application's policies (and so apply a file).
     can_apply: bool,
+    /// The policies denying, refusing or that would deny now across these applications,
+    /// worst first, and how many there are in all.
+    attention: Vec<AttentionRow>,
+    attention_count: usize,
     form: AppForm,
     errors: FormErrors,
 }
@@ -58,13 +64,17 @@ pub async fn list(
 ) -> Result<HttpResponse, ConsoleError> {
     let apps = state.control.list_apps(&signed_in.actor).await?;
     let slugs: Vec<&str> = apps.iter().map(|a| a.slug.as_str()).collect();
-    let activity = state.control.apps_activity(&slugs).await.map(|counts| {
+    let activity: Option<Vec<Recent>> = state.control.apps_activity(&slugs).await.map(|counts| {
         counts
             .iter()
             .map(|c| Recent::of(std::slice::from_ref(c)))
             .collect()
     });
     let actor = &signed_in.actor;
+    let (attention, attention_count) = match &activity {
+        Some(activity) => needing_attention(&state.control, actor, &apps, activity).await?,
+        None => (Vec::new(), 0),
+    };
     let can_apply = actor.is_admin || !state.control.editable_apps(actor).await?.is_empty();
     render(&AppsPage {
         chrome: signed_in.chrome("apps").with_notice(&notice),
@@ -72,6 +82,8 @@ pub async fn list(
         can_apply,
         apps,
         activity,
+        attention,
+        attention_count,
         form: AppForm::default(),
         errors: FormErrors::default(),
     })
@@ -105,6 +117,8 @@ pub async fn create(
         apps,
         // A form sent back with its errors: the activity is not what the page is for.
         activity: None,
+        attention: Vec::new(),
+        attention_count: 0,
         form,
         errors,
     };

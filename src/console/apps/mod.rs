@@ -1,6 +1,7 @@
 //! The application pages: the list of applications, and one application's page with its
 //! policies, members, API keys and settings (their forms re-render that page).
 
+pub mod attention;
 pub mod keys;
 pub mod list;
 pub mod members;

@@ -104,6 +104,21 @@ async fn denials_and_would_be_denials_are_told_apart_and_come_first() {
         "{}",
         apps.body
     );
+    // Across the applications, what needs attention now: the denying one, then the one
+    // that would deny; the quiet one is not listed.
+    let attention = apps
+        .text_of("attention")
+        .expect("a list of what needs attention");
+    assert!(
+        attention.contains("2 policies of your applications are denying, refusing or would deny"),
+        "{attention}"
+    );
+    assert_eq!(rows(&apps), ["b.denying", "c.shadow"]);
+    // Someone who sees no application with trouble gets no such list.
+    app.create_app("calm").await;
+    app.create_user("cleo", Some(("calm", "owner"))).await;
+    let mut cleo = app.sign_in("cleo").await;
+    assert!(!cleo.get("/apps").await.has("id=\"attention\""));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
