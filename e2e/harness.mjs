@@ -267,6 +267,28 @@ export class Server {
     return { status: r.status, body };
   }
 
+  /**
+   * Another instance of the same deployment (this one's database and Redis prefix), as a
+   * second server behind a load balancer, reaching Redis at `redisUrl`; its `stop` leaves
+   * the shared Redis keys to this one.
+   */
+  async startInstance(redisUrl) {
+    const other = new Server();
+    other.env = { ...this.env, RATEKEEPER_REDIS_URL: redisUrl };
+    other.prefix = this.prefix;
+    other.token = this.token;
+    other.apiKey = this.apiKey;
+    other.sharesRedisKeys = true;
+    await other.#serve();
+    return other;
+  }
+
+  /** The Redis this server reaches: its URL's host, port and path (the database). */
+  redisAddress() {
+    const url = new URL(this.env.RATEKEEPER_REDIS_URL || 'redis://127.0.0.1:6379');
+    return { host: url.hostname, port: Number(url.port || 6379), path: url.pathname, cluster: url.href.includes(',') };
+  }
+
   /** SIGTERM, wait for the exit (SIGKILL after a while), remove the temp dir and Redis keys. */
   async stop() {
     const child = this.child;
@@ -286,7 +308,7 @@ export class Server {
       this.exitStatus = result;
     }
     if (this.killOnExit) process.off('exit', this.killOnExit);
-    this.#dropRedisKeys();
+    if (!this.sharesRedisKeys) this.#dropRedisKeys();
     if (process.env.RK_E2E_KEEP === '1') {
       console.log(`# kept ${this.dir} (database, server.log)`);
     } else {

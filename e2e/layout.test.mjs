@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 
 import { APP, DESKTOP, PHONE, USERS, pollUntil, screenshots } from './harness.mjs';
-import { LIVE_UPDATE_TIMEOUT_MS, consoleSuite, env, newPage, signInOk, uiTest } from './ui.mjs';
+import { LIVE_UPDATE_TIMEOUT_MS, clippedControls, consoleSuite, env, newPage, signInOk, uiTest } from './ui.mjs';
 
 /** Policies of every kind a row can show, with traffic, and keys of every state the keys table can. */
 async function seed() {
@@ -23,26 +23,6 @@ async function seed() {
   await env.server.api('POST', `/api/v1/apps/${APP.slug}/keys`, { label: 'checkout-service-production-eu-west-1', expires_at: '2031-01-31T18:00:00Z' }, 201);
   const rotated = await env.server.api('POST', `/api/v1/apps/${APP.slug}/keys`, { label: 'billing-batch' }, 201);
   await env.server.api('POST', `/api/v1/apps/${APP.slug}/keys/${rotated.id}/rotate`, {}, 201);
-}
-
-/** The controls of the page that are cut off: by the viewport or by an ancestor box. */
-function clippedControls(page) {
-  return page.evaluate(() => {
-    const out = [];
-    for (const el of document.querySelectorAll('main a, main button, main select, main input:not([type=hidden]), main textarea')) {
-      const r = el.getBoundingClientRect();
-      if (r.width === 0 || r.height === 0) { continue; }
-      const name = `${el.tagName.toLowerCase()} "${(el.textContent || el.getAttribute('aria-label') || el.name || '').trim().slice(0, 40)}"`;
-      if (r.right > window.innerWidth + 0.5 || r.left < -0.5) { out.push(`${name} past the screen`); continue; }
-      for (let p = el.parentElement; p && p !== document.body; p = p.parentElement) {
-        if (getComputedStyle(p).overflowX === 'visible') { continue; }
-        const box = p.getBoundingClientRect();
-        if (r.right > box.right + 0.5 || r.left < box.left - 0.5) { out.push(`${name} cut by ${p.className || p.tagName}`); }
-        break;
-      }
-    }
-    return out;
-  });
 }
 
 consoleSuite('layout', () => {
@@ -69,7 +49,7 @@ consoleSuite('layout', () => {
     await screenshots(page, 'layout-app');
   });
 
-  uiTest('owner at 390 px: no link, button or field is cut off', async () => {
+  uiTest('owner at 390 px: no link, button, field or badge is cut off', async () => {
     const page = await newPage(PHONE);
     await signInOk(page, USERS.olivia);
     for (const path of [`/apps/${APP.slug}`, '/apps', '/policies/layout.policy-0', '/audit']) {

@@ -164,3 +164,23 @@ export function consoleSuite(name, body) {
     body();
   });
 }
+
+/** The controls (and status badges) of the page that are cut off: by the viewport or by an ancestor box. */
+export function clippedControls(page) {
+  return page.evaluate(() => {
+    const out = [];
+    for (const el of document.querySelectorAll('main a, main button, main select, main input:not([type=hidden]), main textarea, main .badge')) {
+      const r = el.getBoundingClientRect();
+      if (r.width === 0 || r.height === 0) { continue; }
+      const name = `${el.tagName.toLowerCase()} "${(el.textContent || el.getAttribute('aria-label') || el.name || '').trim().slice(0, 40)}"`;
+      if (r.right > window.innerWidth + 0.5 || r.left < -0.5) { out.push(`${name} past the screen`); continue; }
+      for (let p = el.parentElement; p && p !== document.body; p = p.parentElement) {
+        if (getComputedStyle(p).overflowX === 'visible') { continue; }
+        const box = p.getBoundingClientRect();
+        if (r.right > box.right + 0.5 || r.left < box.left - 0.5) { out.push(`${name} cut by ${p.className || p.tagName}`); }
+        break;
+      }
+    }
+    return out;
+  });
+}

@@ -1,0 +1,62 @@
+// What the console shows of a Redis outage seen by one instance: a fail-closed policy
+// refused acquires with 503 there, and once that instance reaches Redis again its counts
+// land where every instance's console reads them. Looked at as the application's viewer
+// and owner (screenshots at 1280 and 390 px).
+
+import assert from 'node:assert/strict';
+
+import { cuttableProxy } from './cuttable_proxy.mjs';
+import { APP, DESKTOP, PHONE, USERS, pollUntil, screenshots } from './harness.mjs';
+import { clippedControls, consoleSuite, env, newPage, signInOk, uiTest } from './ui.mjs';
+
+const POLICY = 'outage.checkout';
+// The other instance reconnects with a backoff of its own, then flushes every 2 s.
+const COUNTED_TIMEOUT_MS = 60_000;
+
+consoleSuite('outage', () => {
+  uiTest('a policy that refused with 503 on another instance reads "Unavailable" for viewer and owner', async (t) => {
+    const redis = env.server.redisAddress();
+    if (redis.cluster) {
+      t.skip('a Redis cluster: no single address to put a proxy in front of');
+      return;
+    }
+    await env.server.api('POST', '/api/v1/policies', { name: POLICY, owner_app: APP.slug, rate: 100, max_permits: 100, failure_mode: 'closed' }, 201);
+    const proxy = await cuttableProxy(redis.host, redis.port);
+    const other = await env.server.startInstance(`redis://127.0.0.1:${proxy.port}${redis.path}`);
+    try {
+      assert.equal((await other.acquire(POLICY)).status, 200, 'the other instance decides while Redis is reachable');
+      proxy.cut();
+      for (let i = 0; i < 3; i++) {
+        const refused = await other.acquire(POLICY);
+        assert.equal(refused.status, 503, `acquire ${i + 1} with Redis away: ${JSON.stringify(refused.body)}`);
+      }
+      proxy.restore();
+
+      for (const [user, who] of [[USERS.victor, 'viewer'], [USERS.olivia, 'owner']]) {
+        const page = await newPage(DESKTOP);
+        await signInOk(page, user);
+        const badge = page.locator(`#policies tr[data-policy="${POLICY}"] [data-col="recent-badge"]`);
+        await pollUntil('the 503s to reach the console', async () => {
+          await page.goto(`/apps/${APP.slug}?status=attention`);
+          return /^Unavailable: \d+% refused$/.test((await badge.textContent()).trim());
+        }, { timeoutMs: COUNTED_TIMEOUT_MS, intervalMs: 1000 });
+        assert.match(await page.locator('#status-counts').textContent(), /1 refusing \(503: Redis unreachable\)/);
+        await screenshots(page, `outage-app-${who}`);
+        await page.goto(`/policies/${POLICY}`);
+        assert.match(await page.locator('.usage-chart').first().textContent(), /3 refused with 503: Redis unreachable/);
+        await page.goto('/apps');
+        assert.ok((await page.locator('#attention').textContent()).includes(POLICY), 'listed as needing attention');
+        await screenshots(page, `outage-apps-${who}`);
+        // On a phone, the longest badge wraps in its card rather than being cut.
+        await page.setViewportSize(PHONE);
+        for (const path of ['/apps', `/apps/${APP.slug}`]) {
+          await page.goto(path);
+          assert.deepEqual(await clippedControls(page), [], path);
+        }
+      }
+    } finally {
+      await other.stop();
+      await proxy.close();
+    }
+  });
+});
