@@ -6,8 +6,9 @@ private ratekeeper on loopback (free ports, a temporary SQLite database), create
 application with BENCH_POLICIES (200) policies and a hot policy for acquires, signs in to
 the console as an admin, and measures:
 
-  a) the application page: bytes (identity, gzip, br) and render time (median and p90 of
-     BENCH_SAMPLES sequential GETs, client side, loopback);
+  a) the application page: bytes (identity, gzip, br), render time (median and p90 of
+     BENCH_SAMPLES sequential GETs, client side, loopback) and CPU per page (server and
+     Redis, from /proc), sorted by name and by attention (the default);
   b) a live refresh: bytes with and without `seen`, and the Redis commands one refresh
      runs (INFO commandstats around BENCH_SAMPLES refreshes, minus the same span idle);
   c) wrk: granted acquires on the hot policy alone (BENCH_CONNECTIONS connections);
@@ -111,6 +112,13 @@ class Server:
                 proc.kill()
         shutil.rmtree(self.tmp, ignore_errors=True)
 
+    def cpu_seconds(self):
+        """CPU time (user + system) so far of Redis and of ratekeeper, in that order."""
+        def of(proc):
+            fields = open(f"/proc/{proc.pid}/stat").read().rsplit(")", 1)[1].split()
+            return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        return [of(proc) for proc in self.procs]
+
     def redis(self, *args):
         return subprocess.run(["redis-cli", "-p", str(self.redis_port), *args],
                               capture_output=True, text=True, check=True).stdout.strip()
@@ -205,7 +213,15 @@ def run(server):
 
     page = "/apps/bench"
     sizes = {enc: len(browser.get(page, enc)[0]) for enc in ["identity", "gzip", "br"]}
-    times = sorted(browser.get(page)[1] * 1000 for _ in range(SAMPLES))
+    # Each order's render time, and the CPU the server and Redis spent per page on it:
+    # sorted by name, only the rows on screen are read; by attention (the default), all.
+    renders = {}
+    for label, path in [("by name", page + "?sort=name"), ("needs attention", page)]:
+        cpu_before = server.cpu_seconds()
+        took = sorted(browser.get(path)[1] * 1000 for _ in range(SAMPLES))
+        cpu_after = server.cpu_seconds()
+        renders[label] = (took, [(a - b) * 1000 / SAMPLES for a, b in zip(cpu_after, cpu_before)])
+    times = renders["needs attention"][0]
     body = browser.get(page)[0]
     page_rows = len(re.findall(rb"<tr data-policy=", body))
     elements = len(re.findall(rb"<[a-zA-Z]", body))
@@ -260,8 +276,12 @@ def run(server):
         f"console bench: an application page of {POLICIES} policies ({page_rows} rows on screen)",
         f"  page bytes: identity {sizes['identity']:,}, gzip {sizes['gzip']:,}, br {sizes['br']:,};"
         f" {elements:,} elements",
-        f"  page render (client side, sequential): median {statistics.median(times):.1f} ms,"
-        f" p90 {times[int(len(times) * 0.9) - 1]:.1f} ms",
+        *[
+            f"  page render, {label} (client side, sequential): median"
+            f" {statistics.median(took):.1f} ms, p90 {took[int(len(took) * 0.9) - 1]:.1f} ms;"
+            f" CPU per page: server {cpu[1]:.1f} ms, Redis {cpu[0]:.1f} ms"
+            for label, (took, cpu) in renders.items()
+        ],
         f"  live refresh bytes: without seen {len(full):,}, nothing changed {len(unchanged):,}",
         f"  Redis commands per refresh: {json.dumps(dict(sorted(per_refresh.items())))}",
         f"  acquires alone ({CONNECTIONS} conns): {alone['rps']:,.0f}/s,"

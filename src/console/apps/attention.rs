@@ -7,7 +7,7 @@ use crate::auth::Actor;
 use crate::console::recent::Recent;
 use crate::control::{AppView, Control, ControlError, PolicyView};
 
-use super::policy_table::PolicyRow;
+use super::policy_table::{PolicyRow, rows_with_live};
 
 /// The most applications read further, and policies listed.
 const APPS_READ: usize = 20;
@@ -38,14 +38,13 @@ pub async fn needing_attention(
     for app in troubled {
         policies.extend(control.list_policies(actor, Some(&app.slug)).await?);
     }
-    // One entry per policy, in their order.
     let live = control.live_state_of(&policies).await;
     let mut rows: Vec<AttentionRow> = policies
         .iter()
-        .zip(live.iter().map(Some).chain(std::iter::repeat(None)))
-        .map(|(p, live)| AttentionRow {
+        .zip(rows_with_live(&policies, &live))
+        .map(|(p, row)| AttentionRow {
             app: p.owner_app.clone(),
-            row: PolicyRow::new(p, live),
+            row,
         })
         .filter(|r| {
             let recent = &r.row.recent;

@@ -17,7 +17,9 @@ use crate::console::session::SignedIn;
 use crate::control::{AppDetail, CreatedKey, PolicyView};
 use ratekeeper_limiter::MinuteCounts;
 
-use super::policy_table::{PAGE_SIZE, PolicyRow, StatusCounts, TableQuery, TableView, changed};
+use super::policy_table::{
+    PAGE_SIZE, PolicyRow, StatusCounts, TableQuery, TableView, changed, rows_with_live,
+};
 use crate::state::AppState;
 use crate::store::now_ms;
 
@@ -260,11 +262,7 @@ async fn table_rows(state: &AppState, table: &TableView, policies: &[PolicyView]
     } else {
         table.by_name_page(&filtered).into_iter().cloned().collect()
     };
-    let live = state.control.live_state_of(&read).await;
-    let rows: Vec<PolicyRow> = read
-        .iter()
-        .map(|p| PolicyRow::new(p, live.iter().find(|l| l.name == p.name)))
-        .collect();
+    let rows = rows_with_live(&read, &state.control.live_state_of(&read).await);
     if table.sorts_by_state() {
         let counts = StatusCounts::of(&rows);
         let matching = rows.iter().filter(|r| table.status.keeps(r)).count();
@@ -350,13 +348,7 @@ pub async fn live(
     let rows = match on_screen(&query.rows, &policies) {
         // The rows the page shows, in its order: only their state is read, however the
         // page was sorted (its order changes at a reload, not at a refresh).
-        Some(shown) => {
-            let live = state.control.live_state_of(&shown).await;
-            shown
-                .iter()
-                .map(|p| PolicyRow::new(p, live.iter().find(|l| l.name == p.name)))
-                .collect()
-        }
+        Some(shown) => rows_with_live(&shown, &state.control.live_state_of(&shown).await),
         None => table_rows(&state, &table, &policies).await.rows,
     };
     let digests: Vec<&str> = rows.iter().map(|r| r.live.digest.as_str()).collect();

@@ -332,6 +332,16 @@ pub struct LiveCells {
     pub digest: String,
 }
 
+/// The rows of `policies` with their live state (`live_state_of`'s answer: one entry per
+/// policy, in their order; none where it is short).
+pub fn rows_with_live(policies: &[PolicyView], live: &[LivePolicy]) -> Vec<PolicyRow> {
+    policies
+        .iter()
+        .zip(live.iter().map(Some).chain(std::iter::repeat(None)))
+        .map(|(p, live)| PolicyRow::new(p, live))
+        .collect()
+}
+
 impl PolicyRow {
     pub fn new(policy: &PolicyView, live: Option<&LivePolicy>) -> Self {
         let state = live.and_then(|l| l.state.as_ref());
