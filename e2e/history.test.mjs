@@ -108,7 +108,7 @@ consoleSuite('history', () => {
     assert.match(download.suggestedFilename(), /^audit-shop-hist\.audit\.csv$/);
     const csv = await readFile(await download.path(), 'utf8');
     const lines = csv.split('\r\n');
-    assert.equal(lines[0], 'time (UTC),user,application,entity type,entity,action,changes,before (JSON),after (JSON)');
+    assert.equal(lines[0], 'time (UTC),user,application,entity type,entity,action,changes,before (JSON),after (JSON),source,change set');
     assert.equal(lines.filter((l) => l.includes(',hist.audit,')).length, 2, csv);
     assert.ok(csv.includes('rate: 300 per minute → 12 per minute'), csv);
     assert.equal(pathname(page), '/audit');
