@@ -3,47 +3,33 @@
 
 use ratekeeper_limiter::MinuteCounts;
 
-/// The acquires a policy decided over the last hour.
-pub struct LastHour {
-    pub granted: u64,
-    pub denied: u64,
-    pub would_deny: u64,
-    pub refused: u64,
-}
+use super::recent::Recent;
+
+/// The acquires a policy decided over the last hour: the same sums as a table's recent
+/// counts, said for a delete.
+pub struct LastHour(Recent);
 
 impl LastHour {
     pub fn of(minutes: &[MinuteCounts]) -> Self {
-        minutes.iter().fold(
-            Self {
-                granted: 0,
-                denied: 0,
-                would_deny: 0,
-                refused: 0,
-            },
-            |sum, m| Self {
-                granted: sum.granted + m.granted,
-                denied: sum.denied + m.denied,
-                would_deny: sum.would_deny + m.shadow_denied,
-                refused: sum.refused + m.unavailable,
-            },
-        )
+        Self(Recent::of(minutes))
     }
 
     pub fn total(&self) -> u64 {
-        self.granted + self.denied + self.would_deny + self.refused
+        self.0.total()
     }
 
     /// "1,204 granted, 31 denied" and the rarer outcomes when there were any.
     pub fn parts(&self) -> String {
+        let r = &self.0;
         let mut parts = vec![
-            format!("{} granted", self.granted),
-            format!("{} denied", self.denied),
+            format!("{} granted", r.granted),
+            format!("{} denied", r.denied),
         ];
-        if self.would_deny > 0 {
-            parts.push(format!("{} would have been denied", self.would_deny));
+        if r.shadow_denied > 0 {
+            parts.push(format!("{} would have been denied", r.shadow_denied));
         }
-        if self.refused > 0 {
-            parts.push(format!("{} refused with 503", self.refused));
+        if r.unavailable > 0 {
+            parts.push(format!("{} refused with 503", r.unavailable));
         }
         parts.join(", ")
     }

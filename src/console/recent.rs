@@ -46,7 +46,7 @@ impl Recent {
         })
     }
 
-    fn total(&self) -> u64 {
+    pub fn total(&self) -> u64 {
         self.granted + self.denied + self.shadow_denied + self.unavailable
     }
 

@@ -4,15 +4,13 @@
 
 use actix_web::{HttpResponse, http::StatusCode, web};
 use askama::Template;
-use secrecy::SecretString;
-use serde::Deserialize;
 
 use crate::console::diff::{Change, changes};
 use crate::console::error::ConsoleError;
 use crate::console::format::{policy_href, short_time};
 use crate::console::page::Chrome;
 use crate::console::respond::{render_status, see_other};
-use crate::console::session::SignedIn;
+use crate::console::session::{CsrfForm, SignedIn};
 use crate::control::{ControlError, DeletedPolicy, PolicyHistory};
 use crate::state::AppState;
 
@@ -78,18 +76,12 @@ pub async fn page_or_not_found(
     }
 }
 
-#[derive(Debug, Deserialize)]
-pub struct RecreateForm {
-    #[serde(default)]
-    csrf: SecretString,
-}
-
 /// `POST /policies/{name}/recreate`: the deleted policy again, as it was (owners).
 pub async fn recreate(
     state: web::Data<AppState>,
     signed_in: SignedIn,
     name: web::Path<String>,
-    form: web::Form<RecreateForm>,
+    form: web::Form<CsrfForm>,
 ) -> Result<HttpResponse, ConsoleError> {
     signed_in.check_csrf(&form.csrf)?;
     match state.control.recreate_policy(&signed_in.actor, &name).await {
