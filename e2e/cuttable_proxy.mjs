@@ -47,3 +47,29 @@ export async function cuttableProxy(host, port) {
     },
   };
 }
+
+/**
+ * Another instance of `server`'s deployment whose Redis goes through a cuttable proxy:
+ * it acquires `policy` once while Redis is reachable (200), then `refusals` times with the
+ * proxy cut (each must be 503), and the proxy lets it through again. `whileUp` runs
+ * before that instance stops (its counts land with its next flush, so wait for them
+ * there). `redis` is `server.redisAddress()` (not a cluster).
+ */
+export async function refusedOnAnotherInstance(server, redis, policy, refusals, whileUp) {
+  const proxy = await cuttableProxy(redis.host, redis.port);
+  const other = await server.startInstance(`redis://127.0.0.1:${proxy.port}${redis.path}`);
+  try {
+    const first = await other.acquire(policy);
+    if (first.status !== 200) throw new Error(`with Redis reachable: ${first.status} ${JSON.stringify(first.body)}`);
+    proxy.cut();
+    for (let i = 0; i < refusals; i++) {
+      const refused = await other.acquire(policy);
+      if (refused.status !== 503) throw new Error(`acquire ${i + 1} with Redis away: ${refused.status} ${JSON.stringify(refused.body)}`);
+    }
+    proxy.restore();
+    await whileUp();
+  } finally {
+    await other.stop();
+    await proxy.close();
+  }
+}

@@ -34,6 +34,8 @@ export const USERS = {
   root: { username: 'root', password: 'root-e2e-password', admin: true },
   olivia: { username: 'olivia', password: 'olivia-e2e-password' },
   victor: { username: 'victor', password: 'victor-e2e-password' },
+  // A member of no application.
+  nadia: { username: 'nadia', password: 'nadia-e2e-password' },
 };
 
 /** The app the harness registers; its name has characters that must be HTML-escaped. */

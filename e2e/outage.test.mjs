@@ -5,7 +5,7 @@
 
 import assert from 'node:assert/strict';
 
-import { cuttableProxy } from './cuttable_proxy.mjs';
+import { refusedOnAnotherInstance } from './cuttable_proxy.mjs';
 import { APP, DESKTOP, PHONE, USERS, pollUntil, screenshots } from './harness.mjs';
 import { assertAccessible, clippedControls, consoleSuite, env, newPage, signInOk, uiTest } from './ui.mjs';
 
@@ -21,17 +21,7 @@ consoleSuite('outage', () => {
       return;
     }
     await env.server.api('POST', '/api/v1/policies', { name: POLICY, owner_app: APP.slug, rate: 100, max_permits: 100, failure_mode: 'closed' }, 201);
-    const proxy = await cuttableProxy(redis.host, redis.port);
-    const other = await env.server.startInstance(`redis://127.0.0.1:${proxy.port}${redis.path}`);
-    try {
-      assert.equal((await other.acquire(POLICY)).status, 200, 'the other instance decides while Redis is reachable');
-      proxy.cut();
-      for (let i = 0; i < 3; i++) {
-        const refused = await other.acquire(POLICY);
-        assert.equal(refused.status, 503, `acquire ${i + 1} with Redis away: ${JSON.stringify(refused.body)}`);
-      }
-      proxy.restore();
-
+    await refusedOnAnotherInstance(env.server, redis, POLICY, 3, async () => {
       for (const [user, who] of [[USERS.victor, 'viewer'], [USERS.olivia, 'owner']]) {
         const page = await newPage(DESKTOP);
         await signInOk(page, user);
@@ -56,10 +46,7 @@ consoleSuite('outage', () => {
           assert.deepEqual(await clippedControls(page), [], path);
         }
       }
-    } finally {
-      await other.stop();
-      await proxy.close();
-    }
+    });
   });
 
   uiTest('a deleted policy keeps an accessible page: the viewer reads it, the owner recreates it', async () => {

@@ -6,8 +6,42 @@ use crate::store::AuditEntry;
 
 use super::inputs::{AppInput, required, text};
 use super::{
-    ApiKeyView, AppDetail, AppView, Control, ControlError, ControlResult, MemberView, app_access,
+    ApiKeyView, AppDetail, AppView, Control, ControlError, ControlResult, MemberView, PolicyView,
+    app_access,
 };
+use crate::store::{AppRecord, Tx};
+
+/// An application's page's share of the database: see [`Control::app_with_policies`].
+pub struct AppWithPolicies {
+    pub detail: AppDetail,
+    pub policies: Vec<PolicyView>,
+    /// Policies of other applications that allow this one.
+    pub limits_on_app: Vec<PolicyView>,
+}
+
+/// The application `slug` with its members and keys, if `actor` may see it.
+async fn app_detail(
+    tx: &mut Tx,
+    actor: &Actor,
+    slug: &str,
+) -> ControlResult<(AppRecord, AppDetail)> {
+    let (app, role) = app_access(tx, actor, slug, Permission::View).await?;
+    let members = tx.list_members(&app.id).await?;
+    let keys = tx.list_api_keys(&app.id).await?;
+    let your_role = match (actor.is_admin, role) {
+        (true, _) => "admin",
+        (false, Some(role)) => role.as_str(),
+        (false, None) => "",
+    };
+    let detail = AppDetail {
+        app: AppView::from(&app),
+        your_role: your_role.to_owned(),
+        may_edit: actor.may(role, Permission::Edit),
+        members: members.iter().map(MemberView::from).collect(),
+        keys: keys.iter().map(ApiKeyView::from).collect(),
+    };
+    Ok((app, detail))
+}
 
 impl Control {
     /// Applications are made by admins; their owners run them from then on.
@@ -87,21 +121,29 @@ impl Control {
     #[tracing::instrument(level = "debug", skip_all, fields(actor = %actor.name, slug = %slug))]
     pub async fn get_app(&self, actor: &Actor, slug: &str) -> ControlResult<AppDetail> {
         let mut tx = self.store.begin_read().await?;
-        let (app, role) = app_access(&mut tx, actor, slug, Permission::View).await?;
-        let members = tx.list_members(&app.id).await?;
-        let keys = tx.list_api_keys(&app.id).await?;
+        let (_, detail) = app_detail(&mut tx, actor, slug).await?;
         tx.commit().await?;
-        let your_role = match (actor.is_admin, role) {
-            (true, _) => "admin",
-            (false, Some(role)) => role.as_str(),
-            (false, None) => "",
-        };
-        Ok(AppDetail {
-            app: AppView::from(&app),
-            your_role: your_role.to_owned(),
-            may_edit: actor.may(role, Permission::Edit),
-            members: members.iter().map(MemberView::from).collect(),
-            keys: keys.iter().map(ApiKeyView::from).collect(),
+        Ok(detail)
+    }
+
+    /// What an application's page shows from the database, read once and in one
+    /// transaction: the application with its members and keys, its policies, and the
+    /// policies of other applications that allow it.
+    #[tracing::instrument(level = "debug", skip_all, fields(actor = %actor.name, slug = %slug))]
+    pub async fn app_with_policies(
+        &self,
+        actor: &Actor,
+        slug: &str,
+    ) -> ControlResult<AppWithPolicies> {
+        let mut tx = self.store.begin_read().await?;
+        let (app, detail) = app_detail(&mut tx, actor, slug).await?;
+        let policies = tx.list_policies(Some(&app.id)).await?;
+        let allowing = tx.policies_allowing(&app.slug).await?;
+        tx.commit().await?;
+        Ok(AppWithPolicies {
+            detail,
+            policies: policies.iter().map(PolicyView::from).collect(),
+            limits_on_app: allowing.iter().map(PolicyView::from).collect(),
         })
     }
 

@@ -8,6 +8,7 @@ mod app_lifecycle;
 mod apply;
 pub use apply::ApplyError;
 mod apps;
+pub use apps::AppWithPolicies;
 mod audit;
 pub use audit::AuditPage;
 mod buckets;

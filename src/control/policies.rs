@@ -174,16 +174,6 @@ impl Control {
             Err(e) => Err(e),
         }
     }
-
-    /// The policies of other applications that allow `slug`, for those who may see it.
-    #[tracing::instrument(level = "debug", skip_all, fields(actor = %actor.name, slug = %slug))]
-    pub async fn limits_on_app(&self, actor: &Actor, slug: &str) -> ControlResult<Vec<PolicyView>> {
-        let mut tx = self.store.begin_read().await?;
-        let app = authorised_app(&mut tx, actor, slug, Permission::View).await?;
-        let records = tx.policies_allowing(&app.slug).await?;
-        tx.commit().await?;
-        Ok(records.iter().map(PolicyView::from).collect())
-    }
 }
 
 /// Saves a new, checked policy in `tx`: its first version in the history and the audit.

@@ -14,7 +14,7 @@ use crate::console::page::{Chrome, Notice};
 use crate::console::recent::Recent;
 use crate::console::respond::{render, render_status};
 use crate::console::session::SignedIn;
-use crate::control::{AppDetail, CreatedKey, PolicyView};
+use crate::control::{AppDetail, AppWithPolicies, CreatedKey, PolicyView};
 use ratekeeper_limiter::MinuteCounts;
 
 use super::policy_table::{
@@ -145,22 +145,29 @@ impl AppPage {
         slug: &str,
         table: TableView,
     ) -> Result<Self, ConsoleError> {
-        let actor = &signed_in.actor;
-        let app = state.control.get_app(actor, slug).await?;
-        let policies = state.control.list_policies(actor, Some(slug)).await?;
-        let limits_on_app = state.control.limits_on_app(actor, slug).await?;
-        let on_app_counts = state.control.app_on_policies(slug, &limits_on_app).await;
-        let app_recent = state
+        let AppWithPolicies {
+            detail: app,
+            policies,
+            limits_on_app,
+        } = state
             .control
-            .apps_activity(&[slug])
-            .await
+            .app_with_policies(&signed_in.actor, slug)
+            .await?;
+        let this_app = [slug];
+        // Three reads of Redis at once: on its one connection they travel as a pipeline.
+        let (on_app_counts, app_recent, table_rows) = tokio::join!(
+            state.control.app_on_policies(slug, &limits_on_app),
+            state.control.apps_activity(&this_app),
+            table_rows(state, &table, &policies),
+        );
+        let app_recent = app_recent
             .and_then(|counts| counts.first().map(|c| Recent::of(std::slice::from_ref(c))));
         let TableRows {
             rows,
             matching,
             pages,
             counts,
-        } = table_rows(state, &table, &policies).await;
+        } = table_rows;
         let now = now_ms();
         let shown_prefix = |p: &str| format!("{p}…");
         let prefix_of = |id: &str| {
@@ -224,6 +231,20 @@ impl AppPage {
 }
 
 impl AppPage {
+    /// Other applications' limits that denied, refused or would have denied this
+    /// application's acquires over the last minutes, with their badges: the top of the
+    /// page names them, as their table may be several screens down.
+    pub fn limits_holding_back(&self) -> Vec<(&LimitOnApp, crate::console::recent::Badge)> {
+        self.limits_on_app
+            .iter()
+            .filter_map(|l| {
+                let recent = l.recent.as_ref()?;
+                (recent.is_denying() || recent.is_refusing() || recent.would_deny())
+                    .then(|| (l, recent.badge()))
+            })
+            .collect()
+    }
+
     /// The sections whose form came back with errors, as (id, title): the top of the
     /// page links to them, as the form itself may be several screens down.
     pub fn sections_with_errors(&self) -> Vec<(&'static str, &'static str)> {

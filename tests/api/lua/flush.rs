@@ -115,6 +115,9 @@ async fn a_flush_adds_counts_and_callers_and_sets_each_expiry_once() {
     assert_eq!(u32s(&mut conn, &refused, slot / 2, 1).await, [5]);
     let app_refused = format!("{prefix}:activity:app:{{shop}}:um:{hour}");
     assert_eq!(u32s(&mut conn, &app_refused, slot / 2, 1).await, [5]);
+    // And per hour, for the week's chart.
+    let refused_hours = format!("{prefix}:activity:{{p}}:uh:{day}");
+    assert_eq!(u32s(&mut conn, &refused_hours, hour_slot / 2, 1).await, [5]);
     let kept: i64 = redis::cmd("ZCARD")
         .arg(&top_granted)
         .query_async(&mut conn)
@@ -136,6 +139,7 @@ async fn a_flush_adds_counts_and_callers_and_sets_each_expiry_once() {
         &app_minutes,
         &app_shadow,
         &refused,
+        &refused_hours,
         &app_refused,
     ] {
         assert!(pttl(&mut conn, key).await > 0, "{key} has an expiry");

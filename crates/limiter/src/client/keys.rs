@@ -138,6 +138,11 @@ impl KeySpace {
         format!("{}:activity:{{{policy}}}:um:{hour}", self.prefix)
     }
 
+    /// The same per hour of one Unix day, for the week's chart.
+    pub fn usage_unavailable_hours(&self, policy: &str, day: i64) -> String {
+        format!("{}:activity:{{{policy}}}:uh:{day}", self.prefix)
+    }
+
     /// The same summed over an application's policies.
     pub fn usage_app_unavailable_minutes(&self, app: &str, hour: i64) -> String {
         format!("{}:activity:app:{{{app}}}:um:{hour}", self.prefix)

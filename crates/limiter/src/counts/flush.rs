@@ -95,15 +95,24 @@ impl Limiter {
             pipe.invoke_script(&self.flush_invocation(minute, hour, day, some))
                 .ignore();
         }
-        // Refusals are rare (an outage): one counter each, beside the script's writes.
+        // Refusals are rare (an outage): one counter a minute and one an hour each, beside
+        // the script's writes.
         for p in policies.iter().filter(|p| p.unavailable > 0) {
-            add_counts(
-                &mut pipe,
-                &self.keys.usage_unavailable_minutes(p.top.policy, hour),
-                minute.rem_euclid(60),
-                &[saturated(p.unavailable)],
-                KEEP_MINUTES_MS,
-            );
+            let policy = p.top.policy;
+            for (key, slot, keep_ms) in [
+                (
+                    self.keys.usage_unavailable_minutes(policy, hour),
+                    minute.rem_euclid(60),
+                    KEEP_MINUTES_MS,
+                ),
+                (
+                    self.keys.usage_unavailable_hours(policy, day),
+                    hour.rem_euclid(24),
+                    KEEP_HOURS_MS,
+                ),
+            ] {
+                add_counts(&mut pipe, &key, slot, &[saturated(p.unavailable)], keep_ms);
+            }
         }
         for app in apps {
             add_counts(

@@ -99,13 +99,13 @@ impl Limiter {
         }
         // The usage strings, then the shadow ones: each a minute string per hour of the
         // day, and an hour string per day of the week.
-        // Refusals for want of Redis are kept by the minute only: the week has none.
-        let usage: [(&[i64], UsageKey); 5] = [
+        let usage: [(&[i64], UsageKey); 6] = [
             (&minute_strings, KeySpace::usage_minutes),
             (&hour_strings, KeySpace::usage_hours),
             (&minute_strings, KeySpace::usage_shadow_minutes),
             (&hour_strings, KeySpace::usage_shadow_hours),
             (&minute_strings, KeySpace::usage_unavailable_minutes),
+            (&hour_strings, KeySpace::usage_unavailable_hours),
         ];
         for (spans, key_of) in usage {
             let keys: Vec<String> = spans
@@ -147,7 +147,7 @@ impl Limiter {
             None => None,
         };
         let bad = |what: &str| LimiterError::Reply(format!("{what}: {replies:?}"));
-        let expected = 1 + TOP_READS * top_spans.len() + 5;
+        let expected = 1 + TOP_READS * top_spans.len() + 6;
         if replies.len() != expected {
             return Err(bad("reply count"));
         }
@@ -170,11 +170,12 @@ impl Limiter {
                 redis::from_redis_value_ref(v).map_err(|_| bad("usage"))?;
             Ok(all.into_iter().map(Option::unwrap_or_default).collect())
         };
-        let minutes = strings(&replies[expected - 5])?;
-        let hours = strings(&replies[expected - 4])?;
-        let shadow_minutes = strings(&replies[expected - 3])?;
-        let shadow_hours = strings(&replies[expected - 2])?;
-        let unavailable_minutes = strings(&replies[expected - 1])?;
+        let minutes = strings(&replies[expected - 6])?;
+        let hours = strings(&replies[expected - 5])?;
+        let shadow_minutes = strings(&replies[expected - 4])?;
+        let shadow_hours = strings(&replies[expected - 3])?;
+        let unavailable_minutes = strings(&replies[expected - 2])?;
+        let unavailable_hours = strings(&replies[expected - 1])?;
         // The hour's two strings are the day's last two.
         let hour_from = minutes
             .len()
@@ -193,7 +194,12 @@ impl Limiter {
                 &shadow_minutes,
                 &unavailable_minutes,
             ),
-            week: UsageSpan::WEEK.points_from(now_minute, &hours, &shadow_hours, &[]),
+            week: UsageSpan::WEEK.points_from(
+                now_minute,
+                &hours,
+                &shadow_hours,
+                &unavailable_hours,
+            ),
             top,
             lookup,
             caller_hour,
