@@ -3,12 +3,15 @@
 
 Builds the release binary (BENCH_SKIP_BUILD=1 skips it), starts a private Redis and a
 private ratekeeper on loopback (free ports, a temporary SQLite database), creates an
-application with BENCH_POLICIES (200) policies and a hot policy for acquires, signs in to
-the console as an admin, and measures:
+application with BENCH_POLICIES (200) policies with traffic (BENCH_TRAFFIC acquires each,
+4: one policy in ten denies, one in ten is in shadow mode and would deny) and a hot policy
+for acquires, signs in to the console as an admin, and measures:
 
   a) the application page: bytes (identity, gzip, br), render time (median and p90 of
      BENCH_SAMPLES sequential GETs, client side, loopback) and CPU per page (server and
-     Redis, from /proc), sorted by name and by attention (the default);
+     Redis, from /proc), sorted by name and by attention (the default); then the same
+     pages back to back for BENCH_DURATION over one connection with wrk (p50, p99: the
+     server's time, without Python's parsing);
   b) a live refresh: bytes with and without `seen`, and the Redis commands one refresh
      runs (INFO commandstats around BENCH_SAMPLES refreshes, minus the same span idle);
   c) wrk: granted acquires on the hot policy alone (BENCH_CONNECTIONS connections);
@@ -19,7 +22,8 @@ the console as an admin, and measures:
 A benchmark, not a test: it asserts nothing about time. Prints a table and writes it to
 bench/results/console-<timestamp>.txt. Needs python3, redis-server, redis-cli and wrk.
 Knobs (environment): BENCH_POLICIES, BENCH_DURATION (10s), BENCH_CONNECTIONS (32),
-BENCH_CONSOLE_CONNECTIONS (8), BENCH_SAMPLES (50), BENCH_BIN, BENCH_SKIP_BUILD.
+BENCH_CONSOLE_CONNECTIONS (8), BENCH_SAMPLES (50), BENCH_TRAFFIC (4), BENCH_BIN,
+BENCH_SKIP_BUILD.
 """
 
 import http.cookiejar
@@ -43,6 +47,7 @@ DURATION = os.environ.get("BENCH_DURATION", "10s")
 CONNECTIONS = int(os.environ.get("BENCH_CONNECTIONS", "32"))
 CONSOLE_CONNECTIONS = int(os.environ.get("BENCH_CONSOLE_CONNECTIONS", "8"))
 SAMPLES = int(os.environ.get("BENCH_SAMPLES", "50"))
+TRAFFIC_PER_POLICY = int(os.environ.get("BENCH_TRAFFIC", "4"))
 BIN = os.environ.get("BENCH_BIN", os.path.join(ROOT, "target/release/ratekeeper"))
 ADMIN, PASSWORD = "bench", "bench-password-123"
 
@@ -132,6 +137,19 @@ class Server:
         with urllib.request.urlopen(request) as r:
             return json.loads(r.read() or b"null")
 
+    def acquire(self, key, policy):
+        """One acquire; a 429 is an answer too."""
+        request = urllib.request.Request(
+            self.base + "/v1/acquire", method="POST",
+            data=json.dumps({"resource": policy, "permits": 1}).encode(),
+            headers={"Authorization": f"Bearer {key}", "Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(request) as r:
+                r.read()
+        except urllib.error.HTTPError as e:
+            if e.code != 429:
+                raise
+
     def command_calls(self):
         """Calls per command since Redis started (INFO commandstats)."""
         calls = {}
@@ -205,11 +223,23 @@ def run(server):
     key = server.api("POST", "/api/v1/apps/bench/keys", {"label": "bench"})["key"]
     server.api("POST", "/api/v1/policies", {"name": "hot", "owner_app": "bench",
                                              "rate": 1000000, "max_permits": 1000000000})
+    # With traffic, as a lead would see it: every policy acquired a few times, one in ten
+    # denying (capacity 2) and one in ten in shadow mode and would deny.
     for i in range(POLICIES):
-        server.api("POST", "/api/v1/policies", {"name": f"p{i:03}", "owner_app": "bench",
-                                                 "rate": 1, "max_permits": 100})
+        policy = {"name": f"p{i:03}", "owner_app": "bench", "rate": 0.01, "max_permits": 100}
+        if i % 10 == 0:
+            policy["max_permits"] = 2
+        elif i % 10 == 5:
+            policy.update(max_permits=2, mode="shadow")
+        server.api("POST", "/api/v1/policies", policy)
+    for i in range(POLICIES):
+        for _ in range(TRAFFIC_PER_POLICY):
+            server.acquire(key, f"p{i:03}")
     browser = Browser(server.base)
     browser.sign_in()
+    # The instance flushes its counts every 2 s: wait until the page shows the denials.
+    wait_for(lambda: b"Denying" in browser.get("/apps/bench")[0],
+             "the seeded traffic on the application page")
 
     page = "/apps/bench"
     sizes = {enc: len(browser.get(page, enc)[0]) for enc in ["identity", "gzip", "br"]}
@@ -221,6 +251,13 @@ def run(server):
         took = sorted(browser.get(path)[1] * 1000 for _ in range(SAMPLES))
         cpu_after = server.cpu_seconds()
         renders[label] = (took, [(a - b) * 1000 / SAMPLES for a, b in zip(cpu_after, cpu_before)])
+    # The same pages back to back over one connection (wrk: no client-side parsing): the
+    # server's time per page, loopback included.
+    one_connection = {
+        label: wrk(["-t1", "-c1", f"-d{DURATION}", "-H", f"Cookie: {browser.cookie_header()}",
+                    server.base + path])
+        for label, path in [("by name", page + "?sort=name"), ("needs attention", page)]
+    }
     times = renders["needs attention"][0]
     body = browser.get(page)[0]
     page_rows = len(re.findall(rb"<tr data-policy=", body))
@@ -281,6 +318,12 @@ def run(server):
             f" {statistics.median(took):.1f} ms, p90 {took[int(len(took) * 0.9) - 1]:.1f} ms;"
             f" CPU per page: server {cpu[1]:.1f} ms, Redis {cpu[0]:.1f} ms"
             for label, (took, cpu) in renders.items()
+        ],
+        *[
+            f"  page on the server, {label} (wrk, 1 connection): p50 {w['p50']:.1f} ms,"
+            f" p99 {w['p99']:.1f} ms, {w['rps']:,.0f} pages/s"
+            + (f" ({w['non2xx']} not 2xx)" if w["non2xx"] else "")
+            for label, w in one_connection.items()
         ],
         f"  live refresh bytes: without seen {len(full):,}, nothing changed {len(unchanged):,}",
         f"  Redis commands per refresh: {json.dumps(dict(sorted(per_refresh.items())))}",

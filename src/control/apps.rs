@@ -11,10 +11,16 @@ use super::{
 };
 use crate::store::{AppRecord, Tx};
 
-/// An application's page's share of the database: see [`Control::app_with_policies`].
-pub struct AppWithPolicies {
+/// A policy's name and scope: what reading its live state needs.
+#[derive(Debug, Clone)]
+pub struct PolicyScope {
+    pub name: String,
+    pub scope: crate::domain::Scope,
+}
+
+/// See [`Control::app_with_limits`].
+pub struct AppWithLimits {
     pub detail: AppDetail,
-    pub policies: Vec<PolicyView>,
     /// Policies of other applications that allow this one.
     pub limits_on_app: Vec<PolicyView>,
 }
@@ -126,25 +132,54 @@ impl Control {
         Ok(detail)
     }
 
-    /// What an application's page shows from the database, read once and in one
-    /// transaction: the application with its members and keys, its policies, and the
-    /// policies of other applications that allow it.
+    /// The names and scopes of an application's policies (by name), for those who may
+    /// see it: a small read, so that their live state can be asked of Redis while the
+    /// rest of the page is read from the database.
     #[tracing::instrument(level = "debug", skip_all, fields(actor = %actor.name, slug = %slug))]
-    pub async fn app_with_policies(
+    pub async fn policy_scopes(
         &self,
         actor: &Actor,
         slug: &str,
-    ) -> ControlResult<AppWithPolicies> {
+    ) -> ControlResult<Vec<PolicyScope>> {
+        let mut tx = self.store.begin_read().await?;
+        let (app, _) = app_access(&mut tx, actor, slug, Permission::View).await?;
+        let scopes = tx.policy_scopes(&app.id).await?;
+        tx.commit().await?;
+        Ok(scopes
+            .into_iter()
+            .map(|(name, scope)| PolicyScope { name, scope })
+            .collect())
+    }
+
+    /// What an application's page shows from the database besides its policies' rows,
+    /// in one transaction: the application with its members and keys, and the policies
+    /// of other applications that allow it.
+    #[tracing::instrument(level = "debug", skip_all, fields(actor = %actor.name, slug = %slug))]
+    pub async fn app_with_limits(&self, actor: &Actor, slug: &str) -> ControlResult<AppWithLimits> {
         let mut tx = self.store.begin_read().await?;
         let (app, detail) = app_detail(&mut tx, actor, slug).await?;
-        let policies = tx.list_policies(Some(&app.id)).await?;
         let allowing = tx.policies_allowing(&app.slug).await?;
         tx.commit().await?;
-        Ok(AppWithPolicies {
+        Ok(AppWithLimits {
             detail,
-            policies: policies.iter().map(PolicyView::from).collect(),
             limits_on_app: allowing.iter().map(PolicyView::from).collect(),
         })
+    }
+
+    /// The policies of an application among `names` (at most a page's), by name, for
+    /// those who may see it.
+    #[tracing::instrument(level = "debug", skip_all, fields(actor = %actor.name, slug = %slug))]
+    pub async fn policies_named(
+        &self,
+        actor: &Actor,
+        slug: &str,
+        names: &[&str],
+    ) -> ControlResult<Vec<PolicyView>> {
+        let mut tx = self.store.begin_read().await?;
+        let (app, _) = app_access(&mut tx, actor, slug, Permission::View).await?;
+        let records = tx.policies_named(&app.id, names).await?;
+        tx.commit().await?;
+        Ok(records.iter().map(PolicyView::from).collect())
     }
 
     /// Whether `actor` may change the policies of any application: a policy file of

@@ -40,10 +40,19 @@ impl Control {
     /// the page.
     #[tracing::instrument(level = "debug", skip_all, fields(policies = policies.len()))]
     pub async fn live_state_of(&self, policies: &[PolicyView]) -> Vec<LivePolicy> {
-        // Views come from stored, validated policies: their names always parse.
+        self.live_state_named(policies.iter().map(|p| (p.name.as_str(), p.scope)))
+            .await
+    }
+
+    /// [`Self::live_state_of`] for policies known by name and scope.
+    pub async fn live_state_named<'p>(
+        &self,
+        policies: impl IntoIterator<Item = (&'p str, crate::domain::Scope)>,
+    ) -> Vec<LivePolicy> {
+        // Names come from stored, validated policies: they always parse.
         let (names, keyed): (Vec<PolicyName>, Vec<bool>) = policies
-            .iter()
-            .filter_map(|p| Some((PolicyName::parse(&p.name).ok()?, p.scope.is_keyed())))
+            .into_iter()
+            .filter_map(|(name, scope)| Some((PolicyName::parse(name).ok()?, scope.is_keyed())))
             .unzip();
         let views = match self
             .limiter

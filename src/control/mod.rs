@@ -8,7 +8,7 @@ mod app_lifecycle;
 mod apply;
 pub use apply::ApplyError;
 mod apps;
-pub use apps::AppWithPolicies;
+pub use apps::{AppWithLimits, PolicyScope};
 mod audit;
 pub use audit::AuditPage;
 mod buckets;

@@ -1,9 +1,9 @@
-use crate::domain::{AppSlug, DurationUnit, PolicySpec, RateUnit};
+use crate::domain::{AppSlug, DurationUnit, PolicySpec, RateUnit, Scope};
 
 use super::policy_rows::{
     PolicyRecord, PolicyRow, apps_json, descriptors_json, overrides_json, stored_rate,
 };
-use super::{StoreResult, Tx, new_id, now_ms};
+use super::{StoreError, StoreResult, Tx, new_id, now_ms};
 
 const SELECT: &str = "SELECT p.id, p.name, a.slug AS owner_app, p.algorithm, p.rate, \
     p.max_permits, p.window_ms, p.lease_ttl_ms, p.allowed_apps, p.failure_mode, p.enabled, p.mode, p.description, p.scope, p.overrides, \
@@ -284,6 +284,48 @@ impl Tx {
             }
         };
         rows.into_iter().map(PolicyRow::parse).collect()
+    }
+
+    /// The policies of an application among `names` (a page's worth), by name; a name it
+    /// has no policy of is left out.
+    #[tracing::instrument(level = "debug", skip_all, fields(names = names.len()))]
+    pub async fn policies_named(
+        &mut self,
+        app_id: &str,
+        names: &[&str],
+    ) -> StoreResult<Vec<PolicyRecord>> {
+        if names.is_empty() {
+            return Ok(Vec::new());
+        }
+        let placeholders = vec!["?"; names.len()].join(", ");
+        let sql =
+            format!("{SELECT} WHERE p.app_id = ? AND p.name IN ({placeholders}) ORDER BY p.name");
+        let mut query = sqlx::query_as(self.sql_built(sql)).bind(app_id);
+        for name in names {
+            query = query.bind(*name);
+        }
+        let rows: Vec<PolicyRow> = query.fetch_all(&mut *self.inner).await?;
+        rows.into_iter().map(PolicyRow::parse).collect()
+    }
+
+    /// The names and scopes of an application's policies, by name: what reading their
+    /// live state needs, without the rest of each row.
+    #[tracing::instrument(level = "debug", skip_all)]
+    pub async fn policy_scopes(&mut self, app_id: &str) -> StoreResult<Vec<(String, Scope)>> {
+        let rows: Vec<(String, String)> = sqlx::query_as(
+            self.sql("SELECT name, scope FROM policies WHERE app_id = ? ORDER BY name"),
+        )
+        .bind(app_id)
+        .fetch_all(&mut *self.inner)
+        .await?;
+        rows.into_iter()
+            .map(|(name, scope)| match Scope::parse_field("scope", &scope) {
+                Ok(scope) => Ok((name, scope)),
+                Err(e) => Err(StoreError::Other(anyhow::anyhow!(
+                    "stored policy {name:?} is invalid: {e}"
+                ))),
+            })
+            .collect()
     }
 
     /// Every policy that names the application `slug` in its allowed apps or its

@@ -14,11 +14,14 @@ use crate::console::page::{Chrome, Notice};
 use crate::console::recent::Recent;
 use crate::console::respond::{render, render_status};
 use crate::console::session::SignedIn;
-use crate::control::{AppDetail, AppWithPolicies, CreatedKey, PolicyView};
+use std::collections::HashMap;
+
+use crate::auth::Actor;
+use crate::control::{AppDetail, AppWithLimits, CreatedKey, LivePolicy, PolicyView};
 use ratekeeper_limiter::MinuteCounts;
 
 use super::policy_table::{
-    PAGE_SIZE, PolicyRow, StatusCounts, TableQuery, TableView, changed, rows_with_live,
+    PAGE_SIZE, PolicyRow, Standing, StatusCounts, TableQuery, TableView, changed, rows_with_live,
 };
 use crate::state::AppState;
 use crate::store::now_ms;
@@ -145,29 +148,38 @@ impl AppPage {
         slug: &str,
         table: TableView,
     ) -> Result<Self, ConsoleError> {
-        let AppWithPolicies {
-            detail: app,
-            policies,
-            limits_on_app,
-        } = state
-            .control
-            .app_with_policies(&signed_in.actor, slug)
-            .await?;
+        let actor = &signed_in.actor;
         let this_app = [slug];
-        // Three reads of Redis at once: on its one connection they travel as a pipeline.
-        let (on_app_counts, app_recent, table_rows) = tokio::join!(
-            state.control.app_on_policies(slug, &limits_on_app),
+        // The table (SQL, then Redis, then SQL for the rows on screen), the rest of the
+        // page (SQL, then Redis) and the application's own counts (Redis), side by side.
+        let (stored, table_rows, app_recent) = tokio::join!(
+            async {
+                let stored = state.control.app_with_limits(actor, slug).await?;
+                let counts = state
+                    .control
+                    .app_on_policies(slug, &stored.limits_on_app)
+                    .await;
+                Ok::<_, ConsoleError>((stored, counts))
+            },
+            table_rows(state, actor, slug, &table),
             state.control.apps_activity(&this_app),
-            table_rows(state, &table, &policies),
         );
+        let (
+            AppWithLimits {
+                detail: app,
+                limits_on_app,
+            },
+            on_app_counts,
+        ) = stored?;
         let app_recent = app_recent
             .and_then(|counts| counts.first().map(|c| Recent::of(std::slice::from_ref(c))));
         let TableRows {
             rows,
+            total,
             matching,
             pages,
             counts,
-        } = table_rows;
+        } = table_rows?;
         let now = now_ms();
         let shown_prefix = |p: &str| format!("{p}…");
         let prefix_of = |id: &str| {
@@ -205,7 +217,7 @@ impl AppPage {
             can_edit: app.may_edit,
             policies: rows,
             table,
-            total: policies.len(),
+            total,
             matching,
             pages,
             status_counts: counts,
@@ -272,60 +284,83 @@ pub async fn with_errors(
     render_status(&page, StatusCode::UNPROCESSABLE_ENTITY)
 }
 
-/// The rows on screen with their live state (one Redis call: for the page when sorted
-/// by name, for every filtered policy when sorted or filtered by state, which also
-/// counts them by status), the number of policies that pass the filters, and the number
-/// of pages.
-async fn table_rows(state: &AppState, table: &TableView, policies: &[PolicyView]) -> TableRows {
-    let filtered = table.filtered(policies);
-    let read: Vec<PolicyView> = if table.sorts_by_state() {
-        filtered.iter().map(|p| (*p).clone()).collect()
-    } else {
-        table.by_name_page(&filtered).into_iter().cloned().collect()
-    };
-    let rows = rows_with_live(&read, &state.control.live_state_of(&read).await);
-    if table.sorts_by_state() {
-        let counts = StatusCounts::of(&rows);
-        let matching = rows.iter().filter(|r| table.status.keeps(r)).count();
-        let (rows, pages) = table.page_of(rows);
-        TableRows {
-            rows,
-            matching,
-            pages,
-            counts: Some(counts),
-        }
-    } else {
-        TableRows {
-            rows,
+/// The table's rows on screen. First the names and scopes of the application's
+/// policies (a small read); then the live state of those the table needs (one Redis call:
+/// the page's when sorted by name, else every filtered policy's, which also counts them by
+/// status); and the stored rows of the policies on screen only. Sorted by name, the page
+/// is known at once, so its rows are read from the database while Redis answers.
+async fn table_rows(
+    state: &AppState,
+    actor: &Actor,
+    slug: &str,
+    table: &TableView,
+) -> Result<TableRows, ConsoleError> {
+    let scopes = state.control.policy_scopes(actor, slug).await?;
+    let filtered = table.filtered(&scopes);
+    let read = table.to_read(&filtered);
+    let live = state
+        .control
+        .live_state_named(read.iter().map(|p| (p.name.as_str(), p.scope)));
+    if !table.sorts_by_state() {
+        let names: Vec<&str> = read.iter().map(|p| p.name.as_str()).collect();
+        let (live, views) = tokio::join!(live, state.control.policies_named(actor, slug, &names));
+        return Ok(TableRows {
+            rows: rows_in_order(&views?, &live),
+            total: scopes.len(),
             matching: filtered.len(),
             pages: filtered.len().div_ceil(PAGE_SIZE).max(1),
             counts: None,
-        }
+        });
     }
+    let standings: Vec<(Standing, LivePolicy)> = read
+        .iter()
+        .zip(live.await)
+        .map(|(p, live)| (Standing::of(p.scope, Some(&live)), live))
+        .collect();
+    let counts = StatusCounts::of(standings.iter().map(|(s, _)| s));
+    let matching = standings
+        .iter()
+        .filter(|(s, _)| table.status.keeps(s))
+        .count();
+    let (shown, pages) = table.page_of(standings);
+    let shown: Vec<LivePolicy> = shown.into_iter().map(|(_, live)| live).collect();
+    let names: Vec<&str> = shown.iter().map(|l| l.name.as_str()).collect();
+    let views = state.control.policies_named(actor, slug, &names).await?;
+    Ok(TableRows {
+        rows: rows_in_order(&views, &shown),
+        total: scopes.len(),
+        matching,
+        pages,
+        counts: Some(counts),
+    })
+}
+
+/// A row for each live state, in its order, with its stored policy; a policy the
+/// database no longer holds (deleted between the reads) is left out.
+fn rows_in_order(views: &[PolicyView], live: &[LivePolicy]) -> Vec<PolicyRow> {
+    let by_name: HashMap<&str, &PolicyView> = views.iter().map(|p| (p.name.as_str(), p)).collect();
+    live.iter()
+        .filter_map(|l| Some(PolicyRow::new(by_name.get(l.name.as_str())?, Some(l))))
+        .collect()
 }
 
 /// The table's rows on screen and what the page says about the rest.
 struct TableRows {
     rows: Vec<PolicyRow>,
+    /// Policies of the application.
+    total: usize,
+    /// Of those, how many pass the filters.
     matching: usize,
     pages: usize,
     /// Of every policy that passes the name filter, when their state was read.
     counts: Option<StatusCounts>,
 }
 
-/// The policies named by a refresh's `rows` (the names on screen, comma-separated, in
-/// order), of those the actor may see; `None` when it names none, or more than a page.
-fn on_screen(rows: &str, policies: &[PolicyView]) -> Option<Vec<PolicyView>> {
+/// The names of a refresh's `rows` (the names on screen, comma-separated, in order);
+/// `None` when it names none, or more than a page.
+fn on_screen(rows: &str) -> Option<Vec<&str>> {
     let names: Vec<&str> = rows.split(',').filter(|n| !n.is_empty()).collect();
-    if names.is_empty() || names.len() > PAGE_SIZE {
-        return None;
-    }
-    Some(
-        names
-            .iter()
-            .filter_map(|n| policies.iter().find(|p| p.name == *n).cloned())
-            .collect(),
-    )
+    (!names.is_empty() && names.len() <= PAGE_SIZE).then_some(names)
 }
 
 #[derive(Debug, Default, serde::Deserialize)]
@@ -362,15 +397,19 @@ pub async fn live(
     query: web::Query<TableQuery>,
 ) -> Result<HttpResponse, ConsoleError> {
     let table = TableView::parse(&query)?;
-    let policies = state
-        .control
-        .list_policies(&signed_in.actor, Some(&slug))
-        .await?;
-    let rows = match on_screen(&query.rows, &policies) {
+    let actor = &signed_in.actor;
+    let rows = match on_screen(&query.rows) {
         // The rows the page shows, in its order: only their state is read, however the
         // page was sorted (its order changes at a reload, not at a refresh).
-        Some(shown) => rows_with_live(&shown, &state.control.live_state_of(&shown).await),
-        None => table_rows(&state, &table, &policies).await.rows,
+        Some(names) => {
+            let views = state.control.policies_named(actor, &slug, &names).await?;
+            let shown: Vec<PolicyView> = names
+                .iter()
+                .filter_map(|n| views.iter().find(|p| p.name == *n).cloned())
+                .collect();
+            rows_with_live(&shown, &state.control.live_state_of(&shown).await)
+        }
+        None => table_rows(&state, actor, &slug, &table).await?.rows,
     };
     let digests: Vec<&str> = rows.iter().map(|r| r.live.digest.as_str()).collect();
     Ok(HttpResponse::Ok()

@@ -100,8 +100,8 @@ impl StatusFilter {
             .map_or("all", |(_, v, _)| v)
     }
 
-    /// Whether a row passes.
-    pub fn keeps(self, row: &PolicyRow) -> bool {
+    /// Whether a policy standing so passes.
+    pub fn keeps(self, row: &Standing) -> bool {
         match self {
             StatusFilter::All => true,
             StatusFilter::Denying => row.recent.is_denying() || row.recent.is_refusing(),
@@ -110,7 +110,7 @@ impl StatusFilter {
                 row.recent.is_denying()
                     || row.recent.is_refusing()
                     || row.recent.would_deny()
-                    || row.at_limit()
+                    || row.at_limit
             }
             StatusFilter::Quiet => row.recent.is_idle(),
         }
@@ -131,13 +131,13 @@ pub struct StatusCounts {
 }
 
 impl StatusCounts {
-    pub fn of(rows: &[PolicyRow]) -> Self {
-        rows.iter().fold(Self::default(), |c, r| Self {
+    pub fn of<'s>(standings: impl IntoIterator<Item = &'s Standing>) -> Self {
+        standings.into_iter().fold(Self::default(), |c, r| Self {
             counted: c.counted + 1,
             refusing: c.refusing + usize::from(r.recent.is_refusing()),
             denying: c.denying + usize::from(r.recent.is_denying()),
             would_deny: c.would_deny + usize::from(r.recent.would_deny()),
-            at_limit: c.at_limit + usize::from(r.at_limit()),
+            at_limit: c.at_limit + usize::from(r.at_limit),
         })
     }
 }
@@ -208,12 +208,22 @@ impl TableView {
     }
 
     /// The policies that pass the filter, by name (the order a live sort starts from).
-    pub fn filtered<'p>(&self, policies: &'p [PolicyView]) -> Vec<&'p PolicyView> {
+    pub fn filtered<'p, P: Named>(&self, policies: &'p [P]) -> Vec<&'p P> {
         let needle = self.filter.to_lowercase();
         policies
             .iter()
-            .filter(|p| needle.is_empty() || p.name.to_lowercase().contains(&needle))
+            .filter(|p| needle.is_empty() || p.name().to_lowercase().contains(&needle))
             .collect()
+    }
+
+    /// Of the filtered policies, those whose live state the page reads: all of them when
+    /// it sorts or filters by state, else the page's.
+    pub fn to_read<'p, P>(&self, filtered: &[&'p P]) -> Vec<&'p P> {
+        if self.sorts_by_state() {
+            filtered.to_vec()
+        } else {
+            self.by_name_page(filtered)
+        }
     }
 
     /// Whether the order or the status filter needs every filtered policy's live state
@@ -222,24 +232,25 @@ impl TableView {
         self.sort != Sort::Name || self.status != StatusFilter::All
     }
 
-    /// The rows on this page, kept by the status filter and sorted (by name where they
-    /// tie); `pages` is the number of pages (at least 1).
-    pub fn page_of(&self, mut rows: Vec<PolicyRow>) -> (Vec<PolicyRow>, usize) {
-        rows.retain(|r| self.status.keeps(r));
+    /// The policies on this page (given in name order, each with how it stands), kept by
+    /// the status filter and sorted (by name where they tie); `pages` is the number of
+    /// pages (at least 1).
+    pub fn page_of<T>(&self, mut rows: Vec<(Standing, T)>) -> (Vec<(Standing, T)>, usize) {
+        rows.retain(|(s, _)| self.status.keeps(s));
         match self.sort {
             Sort::Name => {}
             Sort::Attention => {
-                rows.sort_by_key(|r| std::cmp::Reverse((r.recent.attention(), r.at_limit())))
+                rows.sort_by_key(|(s, _)| std::cmp::Reverse((s.recent.attention(), s.at_limit)))
             }
-            Sort::Status => rows.sort_by(|a, b| {
+            Sort::Status => rows.sort_by(|(a, _), (b, _)| {
                 a.fullness
                     .total_cmp(&b.fullness)
                     .then_with(|| b.recent.denied.cmp(&a.recent.denied))
             }),
-            Sort::Denied => rows.sort_by_key(|r| {
+            Sort::Denied => rows.sort_by_key(|(s, _)| {
                 std::cmp::Reverse((
-                    r.recent.denied + r.recent.unavailable,
-                    r.recent.shadow_denied,
+                    s.recent.denied + s.recent.unavailable,
+                    s.recent.shadow_denied,
                 ))
             }),
         }
@@ -254,7 +265,7 @@ impl TableView {
 
     /// The rows of a live-sorted page can only be known from every filtered policy's
     /// state; sorted by name, the page is known before Redis is asked.
-    pub fn by_name_page<'p>(&self, filtered: &[&'p PolicyView]) -> Vec<&'p PolicyView> {
+    pub fn by_name_page<'p, P>(&self, filtered: &[&'p P]) -> Vec<&'p P> {
         let pages = filtered.len().div_ceil(PAGE_SIZE).max(1);
         filtered
             .iter()
@@ -283,6 +294,63 @@ impl TableView {
     }
 }
 
+/// What the table filters by: a policy's name.
+pub trait Named {
+    fn name(&self) -> &str;
+}
+
+impl Named for PolicyView {
+    fn name(&self) -> &str {
+        &self.name
+    }
+}
+
+impl Named for crate::control::PolicyScope {
+    fn name(&self) -> &str {
+        &self.name
+    }
+}
+
+/// How a policy stands now, from its live state and scope: what the table sorts, filters
+/// and counts by (known before the rest of the policy is read).
+#[derive(Debug, Clone)]
+pub struct Standing {
+    /// Counts over the last minutes.
+    pub recent: Recent,
+    /// "at-limit", "near-limit", "ok", "keyed" or "unknown", and in words.
+    pub status: &'static str,
+    pub status_text: &'static str,
+    /// Permits available over capacity (0 = at its limit); 2 when unknown, so those sort
+    /// last.
+    pub fullness: f64,
+    /// Whether its one bucket is at its limit now (a keyed policy has none).
+    pub at_limit: bool,
+}
+
+impl Standing {
+    pub fn of(scope: Scope, live: Option<&LivePolicy>) -> Self {
+        let state = live.and_then(|l| l.state.as_ref());
+        let recent = live.map_or_else(Recent::default, |l| Recent::of(&l.activity));
+        let (status, status_text, fullness) = match (state, scope.is_keyed()) {
+            (Some(s), _) => {
+                let (class, text) =
+                    crate::console::policies::limit_status(s.current_permits, s.max_permits);
+                (class, text, s.current_permits / s.max_permits.max(1) as f64)
+            }
+            (None, true) if recent.denied > 0 => ("at-limit", "Denying some callers", 0.0),
+            (None, true) => ("keyed", "A bucket per caller", 1.0),
+            (None, false) => ("unknown", "No live state", 2.0),
+        };
+        Self {
+            recent,
+            status,
+            status_text,
+            fullness,
+            at_limit: status == "at-limit" && state.is_some(),
+        }
+    }
+}
+
 /// One row of the policies table.
 #[derive(Debug, Clone)]
 pub struct PolicyRow {
@@ -303,9 +371,6 @@ pub struct PolicyRow {
     pub blocked: bool,
     pub version: i64,
     pub live: LiveCells,
-    /// Permits available over capacity (0 = at its limit); 2 when unknown, so those sort
-    /// last.
-    pub fullness: f64,
     /// Counts over the last minutes.
     pub recent: Recent,
 }
@@ -346,18 +411,12 @@ impl PolicyRow {
     pub fn new(policy: &PolicyView, live: Option<&LivePolicy>) -> Self {
         let state = live.and_then(|l| l.state.as_ref());
         let activity = live.map(|l| l.activity.clone()).unwrap_or_default();
-        let recent = Recent::of(&activity);
-        let denied = recent.denied;
-        let (status, status_text, fullness) = match (state, policy.scope.is_keyed()) {
-            (Some(s), _) => {
-                let (class, text) =
-                    crate::console::policies::limit_status(s.current_permits, s.max_permits);
-                (class, text, s.current_permits / s.max_permits.max(1) as f64)
-            }
-            (None, true) if denied > 0 => ("at-limit", "Denying some callers", 0.0),
-            (None, true) => ("keyed", "A bucket per caller", 1.0),
-            (None, false) => ("unknown", "No live state", 2.0),
-        };
+        let Standing {
+            recent,
+            status,
+            status_text,
+            ..
+        } = Standing::of(policy.scope, live);
         let mut live = LiveCells {
             name: policy.name.clone(),
             current: state.map(|s| number(s.current_permits.floor())),
@@ -395,14 +454,8 @@ impl PolicyRow {
             blocked: policy.enabled && policy.mode == crate::domain::Mode::Block,
             version: policy.version,
             live,
-            fullness,
             recent,
         }
-    }
-
-    /// Whether its one bucket is at its limit now (a keyed policy has none).
-    pub fn at_limit(&self) -> bool {
-        self.live.status == "at-limit" && self.live.max_permits.is_some()
     }
 
     pub fn current_text(&self) -> &str {
