@@ -1,13 +1,15 @@
 //! Across the applications a user may see: the policies denying, refusing or that would
 //! deny over the last minutes, worst first. Only the applications whose own counts show
-//! some are read further (their policies, then their live state in one Redis call), so
-//! the list costs nothing while all is quiet.
+//! some are read further (their policies' names, then their live state in one Redis
+//! call, then the rows of those listed), so the list costs nothing while all is quiet.
 
 use crate::auth::Actor;
 use crate::console::recent::Recent;
-use crate::control::{AppView, Control, ControlError, PolicyView};
+use std::collections::HashMap;
 
-use super::policy_table::{PolicyRow, rows_with_live};
+use crate::control::{AppView, Control, ControlError, LivePolicy, PolicyScope, PolicyView};
+
+use super::policy_table::{PolicyRow, Standing};
 
 /// The most applications read further, and policies listed.
 const APPS_READ: usize = 20;
@@ -34,31 +36,63 @@ pub async fn needing_attention(
         .map(|(app, _)| app)
         .take(APPS_READ)
         .collect();
-    let mut policies: Vec<PolicyView> = Vec::new();
+    // Their policies' names and scopes, then the live state of all of them (one Redis
+    // call), then the stored rows of those listed only.
+    let mut scopes: Vec<(&str, PolicyScope)> = Vec::new();
     for app in troubled {
-        policies.extend(control.list_policies(actor, Some(&app.slug)).await?);
+        let of_app = control.policy_scopes(actor, &app.slug).await?;
+        scopes.extend(of_app.into_iter().map(|p| (app.slug.as_str(), p)));
     }
-    let live = control.live_state_of(&policies).await;
-    let mut rows: Vec<AttentionRow> = policies
+    let live = control
+        .live_state_named(scopes.iter().map(|(_, p)| (p.name.as_str(), p.scope)))
+        .await;
+    let mut needing: Vec<(&str, Standing, LivePolicy)> = scopes
         .iter()
-        .zip(rows_with_live(&policies, &live))
-        .map(|(p, row)| AttentionRow {
-            app: p.owner_app.clone(),
-            row,
-        })
-        .filter(|r| {
-            let recent = &r.row.recent;
+        .zip(live)
+        .map(|((app, p), live)| (*app, Standing::of(p.scope, Some(&live)), live))
+        .filter(|(_, s, _)| {
+            let recent = &s.recent;
             recent.is_denying() || recent.is_refusing() || recent.would_deny()
         })
         .collect();
-    rows.sort_by(|a, b| {
-        b.row
-            .recent
+    needing.sort_by(|(_, a, a_live), (_, b, b_live)| {
+        b.recent
             .attention()
-            .cmp(&a.row.recent.attention())
-            .then_with(|| a.row.name.cmp(&b.row.name))
+            .cmp(&a.recent.attention())
+            .then_with(|| a_live.name.cmp(&b_live.name))
     });
-    let all = rows.len();
-    rows.truncate(LISTED);
+    let all = needing.len();
+    needing.truncate(LISTED);
+    // The listed rows, read once per application.
+    let mut views: HashMap<(&str, &str), PolicyView> = HashMap::new();
+    let mut apps_listed: Vec<&str> = needing.iter().map(|(app, _, _)| *app).collect();
+    apps_listed.sort_unstable();
+    apps_listed.dedup();
+    for app in apps_listed {
+        let names: Vec<&str> = needing
+            .iter()
+            .filter(|(a, _, _)| *a == app)
+            .map(|(_, _, live)| live.name.as_str())
+            .collect();
+        for view in control.policies_named(actor, app, &names).await? {
+            let name = names
+                .iter()
+                .find(|n| **n == view.name)
+                .copied()
+                .unwrap_or("");
+            views.insert((app, name), view);
+        }
+    }
+    // A policy deleted since its name was read is left out.
+    let rows = needing
+        .iter()
+        .filter_map(|(app, _, live)| {
+            let view = views.get(&(*app, live.name.as_str()))?;
+            Some(AttentionRow {
+                app: (*app).to_owned(),
+                row: PolicyRow::new(view, Some(live)),
+            })
+        })
+        .collect();
     Ok((rows, all))
 }

@@ -371,8 +371,6 @@ pub struct PolicyRow {
     pub blocked: bool,
     pub version: i64,
     pub live: LiveCells,
-    /// Counts over the last minutes.
-    pub recent: Recent,
 }
 
 /// What a live refresh may change in a row.
@@ -454,7 +452,6 @@ impl PolicyRow {
             blocked: policy.enabled && policy.mode == crate::domain::Mode::Block,
             version: policy.version,
             live,
-            recent,
         }
     }
 
