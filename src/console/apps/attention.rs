@@ -5,8 +5,6 @@
 
 use crate::auth::Actor;
 use crate::console::recent::Recent;
-use std::collections::HashMap;
-
 use crate::control::{AppView, Control, ControlError, LivePolicy, PolicyScope, PolicyView};
 
 use super::policy_table::{PolicyRow, Standing};
@@ -64,30 +62,24 @@ pub async fn needing_attention(
     let all = needing.len();
     needing.truncate(LISTED);
     // The listed rows, read once per application.
-    let mut views: HashMap<(&str, &str), PolicyView> = HashMap::new();
     let mut apps_listed: Vec<&str> = needing.iter().map(|(app, _, _)| *app).collect();
     apps_listed.sort_unstable();
     apps_listed.dedup();
+    let mut views: Vec<PolicyView> = Vec::new();
     for app in apps_listed {
         let names: Vec<&str> = needing
             .iter()
             .filter(|(a, _, _)| *a == app)
             .map(|(_, _, live)| live.name.as_str())
             .collect();
-        for view in control.policies_named(actor, app, &names).await? {
-            let name = names
-                .iter()
-                .find(|n| **n == view.name)
-                .copied()
-                .unwrap_or("");
-            views.insert((app, name), view);
-        }
+        views.extend(control.policies_named(actor, app, &names).await?);
     }
-    // A policy deleted since its name was read is left out.
+    // Policy names are unique across applications; one deleted since its name was read is
+    // left out.
     let rows = needing
         .iter()
         .filter_map(|(app, _, live)| {
-            let view = views.get(&(*app, live.name.as_str()))?;
+            let view = views.iter().find(|v| v.name == live.name)?;
             Some(AttentionRow {
                 app: (*app).to_owned(),
                 row: PolicyRow::new(view, Some(live)),

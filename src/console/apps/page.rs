@@ -7,6 +7,7 @@ use actix_web::http::header::{self, CacheControl, CacheDirective};
 use actix_web::{HttpResponse, web};
 use askama::Template;
 
+use crate::auth::Actor;
 use crate::console::error::ConsoleError;
 use crate::console::format::{ago, short_time};
 use crate::console::forms::FormErrors;
@@ -14,14 +15,12 @@ use crate::console::page::{Chrome, Notice};
 use crate::console::recent::Recent;
 use crate::console::respond::{render, render_status};
 use crate::console::session::SignedIn;
-use std::collections::HashMap;
-
-use crate::auth::Actor;
 use crate::control::{AppDetail, AppWithLimits, CreatedKey, LivePolicy, PolicyView};
 use ratekeeper_limiter::MinuteCounts;
 
 use super::policy_table::{
-    PAGE_SIZE, PolicyRow, Standing, StatusCounts, TableQuery, TableView, changed, rows_with_live,
+    PAGE_SIZE, PolicyRow, Standing, StatusCounts, TableQuery, TableView, changed, rows_in_order,
+    rows_with_live,
 };
 use crate::state::AppState;
 use crate::store::now_ms;
@@ -149,20 +148,20 @@ impl AppPage {
         table: TableView,
     ) -> Result<Self, ConsoleError> {
         let actor = &signed_in.actor;
-        let this_app = [slug];
-        // The table (SQL, then Redis, then SQL for the rows on screen), the rest of the
-        // page (SQL, then Redis) and the application's own counts (Redis), side by side.
-        let (stored, table_rows, app_recent) = tokio::join!(
+        // The table (SQL, then Redis, then SQL for the rows on screen) beside the rest of
+        // the page (SQL, then Redis); each asks Redis only once the actor may see the
+        // application.
+        let (stored, table_rows) = tokio::join!(
             async {
                 let stored = state.control.app_with_limits(actor, slug).await?;
-                let counts = state
-                    .control
-                    .app_on_policies(slug, &stored.limits_on_app)
-                    .await;
-                Ok::<_, ConsoleError>((stored, counts))
+                let this_app = [slug];
+                let (on_app_counts, app_recent) = tokio::join!(
+                    state.control.app_on_policies(slug, &stored.limits_on_app),
+                    state.control.apps_activity(&this_app),
+                );
+                Ok::<_, ConsoleError>((stored, on_app_counts, app_recent))
             },
             table_rows(state, actor, slug, &table),
-            state.control.apps_activity(&this_app),
         );
         let (
             AppWithLimits {
@@ -170,6 +169,7 @@ impl AppPage {
                 limits_on_app,
             },
             on_app_counts,
+            app_recent,
         ) = stored?;
         let app_recent = app_recent
             .and_then(|counts| counts.first().map(|c| Recent::of(std::slice::from_ref(c))));
@@ -333,15 +333,6 @@ async fn table_rows(
         pages,
         counts: Some(counts),
     })
-}
-
-/// A row for each live state, in its order, with its stored policy; a policy the
-/// database no longer holds (deleted between the reads) is left out.
-fn rows_in_order(views: &[PolicyView], live: &[LivePolicy]) -> Vec<PolicyRow> {
-    let by_name: HashMap<&str, &PolicyView> = views.iter().map(|p| (p.name.as_str(), p)).collect();
-    live.iter()
-        .filter_map(|l| Some(PolicyRow::new(by_name.get(l.name.as_str())?, Some(l))))
-        .collect()
 }
 
 /// The table's rows on screen and what the page says about the rest.

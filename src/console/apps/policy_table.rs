@@ -4,6 +4,7 @@
 //! the page's script then asks only for the rows whose state changed since (`seen`:
 //! a digest per row), so a refresh of an idle page sends almost nothing.
 
+use std::collections::HashMap;
 use std::hash::{DefaultHasher, Hash, Hasher};
 
 use serde::{Deserialize, Serialize};
@@ -402,6 +403,15 @@ pub fn rows_with_live(policies: &[PolicyView], live: &[LivePolicy]) -> Vec<Polic
         .iter()
         .zip(live.iter().map(Some).chain(std::iter::repeat(None)))
         .map(|(p, live)| PolicyRow::new(p, live))
+        .collect()
+}
+
+/// A row for each live state, in its order, with its stored policy; a policy the
+/// database no longer holds (deleted between the reads) is left out.
+pub fn rows_in_order(views: &[PolicyView], live: &[LivePolicy]) -> Vec<PolicyRow> {
+    let by_name: HashMap<&str, &PolicyView> = views.iter().map(|p| (p.name.as_str(), p)).collect();
+    live.iter()
+        .filter_map(|l| Some(PolicyRow::new(by_name.get(l.name.as_str())?, Some(l))))
         .collect()
 }
 
