@@ -4,6 +4,8 @@
 //! (amber), so that 1% and 58% denied no longer look alike and would-be denials are not
 //! hidden behind "0 denied".
 
+use std::fmt::Write;
+
 use ratekeeper_limiter::MinuteCounts;
 
 /// The denied share from which a badge is red.
@@ -115,29 +117,37 @@ impl Recent {
     /// The counts in words: "30 granted, 10 denied (25%)", with the would-be denials when
     /// there are some.
     pub fn words(&self) -> String {
-        let mut words = format!("{} granted, {} denied", self.granted, self.denied);
+        let mut words = String::new();
+        self.write_words(&mut words);
+        words
+    }
+
+    /// [`Self::words`] written onto `out` (a chart writes one per bar).
+    pub fn write_words(&self, out: &mut String) {
+        let _ = write!(out, "{} granted, {} denied", self.granted, self.denied);
         if self.denied > 0 {
-            words.push_str(&format!(" ({})", percent(self.share(self.denied))));
+            let _ = write!(out, " ({})", percent(self.share(self.denied)));
         }
         if self.shadow_denied > 0 {
-            words.push_str(&format!(", {} would have been denied", self.shadow_denied));
+            let _ = write!(out, ", {} would have been denied", self.shadow_denied);
         }
         if self.unavailable > 0 {
-            words.push_str(&format!(
+            let _ = write!(
+                out,
                 ", {} refused with 503: Redis unreachable",
                 self.unavailable
-            ));
+            );
         }
         if self.unauthenticated > 0 {
-            words.push_str(&format!(
+            let _ = write!(
+                out,
                 ", {} refused with a revoked or expired key (401)",
                 self.unauthenticated
-            ));
+            );
         }
         if self.unknown_policy > 0 {
-            words.push_str(&format!(", {} named no policy (404)", self.unknown_policy));
+            let _ = write!(out, ", {} named no policy (404)", self.unknown_policy);
         }
-        words
     }
 
     /// How much attention it needs, highest first: the share refused for want of Redis,

@@ -2,12 +2,13 @@
 //! tests run them and what the tests know of each algorithm (`scripts`), the token bucket
 //! (`token_bucket`), the other algorithms with the shared checks, the sync script and
 //! accuracy under load (`algorithms`), the read-only report of a policy's live state
-//! (`state`), and the global token bucket's state key beside the version before it
+//! (`state`), the console's live view of many policies (`live`), and the global token bucket's state key beside the version before it
 //! (`state_key`).
 
 mod algorithms;
 mod batch;
 mod flush;
+mod live;
 mod scripts;
 mod state;
 mod state_key;

@@ -13,7 +13,7 @@ use crate::client::{Limiter, LimiterError, scripts};
 use crate::counts::usage::MinuteCounts;
 use crate::counts::usage::{byte_ranges, pairs, u32_at};
 use crate::views::state::BucketState;
-use crate::views::state::parse_state;
+use crate::views::state::parse_packed_state;
 
 /// One policy as Redis holds it now.
 #[derive(Debug, Clone, PartialEq)]
@@ -60,21 +60,27 @@ impl Limiter {
         last: i64,
     ) -> Result<Vec<Result<LiveView, LimiterError>>, LimiterError> {
         let hour = last.div_euclid(60);
+        let [previous, this] = byte_ranges(first, last);
+        // The previous hour's strings are named only when the minutes begin in it.
+        let hours: &[i64] = if previous.1 >= previous.0 {
+            &[hour, hour - 1]
+        } else {
+            &[hour]
+        };
         let mut invocation = scripts::POLICIES_LIVE.prepare_invoke();
         for name in names {
             invocation.key(self.keys.policy(name));
             for key in self.keys.all_state(name) {
                 invocation.key(key);
             }
-            invocation
-                .key(self.keys.usage_minutes(name.as_str(), hour - 1))
-                .key(self.keys.usage_minutes(name.as_str(), hour))
-                .key(self.keys.usage_shadow_minutes(name.as_str(), hour - 1))
-                .key(self.keys.usage_shadow_minutes(name.as_str(), hour))
-                .key(self.keys.usage_unavailable_minutes(name.as_str(), hour - 1))
-                .key(self.keys.usage_unavailable_minutes(name.as_str(), hour));
+            for &hour in hours {
+                invocation
+                    .key(self.keys.usage_minutes(name.as_str(), hour))
+                    .key(self.keys.usage_shadow_minutes(name.as_str(), hour))
+                    .key(self.keys.usage_unavailable_minutes(name.as_str(), hour));
+            }
         }
-        for (start, end) in byte_ranges(first, last) {
+        for (start, end) in std::iter::once(this).chain((hours.len() == 2).then_some(previous)) {
             invocation.arg(start).arg(end);
         }
         let mut conn = self.conn.clone();
@@ -93,59 +99,31 @@ impl Limiter {
     }
 }
 
-/// The script's replies for one policy: its state, then two ranges each of its usage,
-/// shadow and refusal strings.
-const REPLIES_PER_POLICY: usize = 7;
+/// The script's replies for one policy: its state (packed), then its usage, shadow and
+/// refusal minutes.
+const REPLIES_PER_POLICY: usize = 4;
 
 fn live_view(chunk: &[Value], first: i64, last: i64) -> Result<LiveView, LimiterError> {
-    let [
-        state,
-        previous,
-        this,
-        shadow_previous,
-        shadow_this,
-        unavailable_previous,
-        unavailable_this,
-    ] = chunk
-    else {
-        return Err(LimiterError::Reply(format!("{chunk:?}")));
-    };
-    let state = match state {
-        Value::Array(reply) => parse_state(reply)?,
-        other => return Err(LimiterError::Reply(format!("{other:?}"))),
-    };
     let bytes = |v: &Value| -> Result<Vec<u8>, LimiterError> {
         redis::from_redis_value_ref(v).map_err(|_| LimiterError::Reply(format!("{v:?}")))
     };
-    let (previous, this) = (bytes(previous)?, bytes(this)?);
-    let (shadow_previous, shadow_this) = (bytes(shadow_previous)?, bytes(shadow_this)?);
-    let hour_start = last - last.rem_euclid(60);
-    let in_previous = (hour_start - first).max(0) as usize;
-    let in_this = (last - first + 1) as usize - in_previous;
-    let (unavailable_previous, unavailable_this) =
-        (bytes(unavailable_previous)?, bytes(unavailable_this)?);
-    let one_a_minute = |previous: &[u8], this: &[u8]| -> Vec<u64> {
-        (0..in_previous)
-            .map(|i| u32_at(previous, i))
-            .chain((0..in_this).map(|i| u32_at(this, i)))
-            .collect()
+    let [state, usage, shadow, unavailable] = chunk else {
+        return Err(LimiterError::Reply(format!("{chunk:?}")));
     };
-    let shadow = one_a_minute(&shadow_previous, &shadow_this);
-    let unavailable = one_a_minute(&unavailable_previous, &unavailable_this);
-    let minutes = pairs(&previous, in_previous)
-        .chain(pairs(&this, in_this))
-        .zip(shadow.into_iter().zip(unavailable))
+    let state = parse_packed_state(&bytes(state)?)?;
+    let (usage, shadow, unavailable) = (bytes(usage)?, bytes(shadow)?, bytes(unavailable)?);
+    let count = (last - first + 1) as usize;
+    let minutes = pairs(&usage, count)
+        .enumerate()
         .zip(first..)
-        .map(
-            |(((granted, denied), (shadow_denied, unavailable)), minute)| MinuteCounts {
-                minute,
-                granted,
-                denied,
-                shadow_denied,
-                unavailable,
-                ..MinuteCounts::default()
-            },
-        )
+        .map(|((i, (granted, denied)), minute)| MinuteCounts {
+            minute,
+            granted,
+            denied,
+            shadow_denied: u32_at(&shadow, i),
+            unavailable: u32_at(&unavailable, i),
+            ..MinuteCounts::default()
+        })
         .collect();
     Ok(LiveView { state, minutes })
 }

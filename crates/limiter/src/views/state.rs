@@ -49,6 +49,32 @@ impl Limiter {
     }
 }
 
+/// [`parse_state`] of the state joined with commas, as `lua/policies_live.lua` sends it
+/// (`""`: none). Integers may come in exponent form ("1e+15").
+pub(crate) fn parse_packed_state(text: &[u8]) -> Result<Option<BucketState>, LimiterError> {
+    if text.is_empty() {
+        return Ok(None);
+    }
+    let bad = || LimiterError::Reply(String::from_utf8_lossy(text).into_owned());
+    let text = std::str::from_utf8(text).map_err(|_| bad())?;
+    let mut fields = text.split(',');
+    let mut next = || fields.next().ok_or_else(bad);
+    let float = |s: &str| s.parse::<f64>().map_err(|_| bad());
+    let int = |s: &str| {
+        s.parse::<i64>()
+            .or_else(|_| float(s).map(|f| f as i64))
+            .map_err(|_| bad())
+    };
+    Ok(Some(BucketState {
+        current_permits: float(next()?)?,
+        max_permits: int(next()?)?,
+        rate: float(next()?)?,
+        version: int(next()?)?,
+        updated_ms: int(next()?)?,
+        full_in_ms: int(next()?)?,
+    }))
+}
+
 /// The state script's reply: empty when the policy is not in Redis.
 pub(crate) fn parse_state(reply: &[redis::Value]) -> Result<Option<BucketState>, LimiterError> {
     if reply.is_empty() {
@@ -68,4 +94,33 @@ pub(crate) fn parse_state(reply: &[redis::Value]) -> Result<Option<BucketState>,
         updated_ms: int(updated).ok_or_else(bad)?,
         full_in_ms: int(full_in).ok_or_else(bad)?,
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_packed_state_reads_as_the_script_wrote_it() {
+        let state = parse_packed_state(b"0.5,100,0.01,3,1795850794361,1000000000000000,1")
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            state,
+            BucketState {
+                current_permits: 0.5,
+                max_permits: 100,
+                rate: 0.01,
+                version: 3,
+                updated_ms: 1_795_850_794_361,
+                full_in_ms: 1_000_000_000_000_000,
+            }
+        );
+        // Lua's own number formatting writes large integers in exponent form.
+        let state = parse_packed_state(b"1,2,0,1,0,1e+15,1").unwrap().unwrap();
+        assert_eq!(state.full_in_ms, 1_000_000_000_000_000);
+        assert_eq!(parse_packed_state(b"").unwrap(), None);
+        assert!(parse_packed_state(b"1,2,x,1,0,0,1").is_err());
+        assert!(parse_packed_state(b"1,2").is_err());
+    }
 }
