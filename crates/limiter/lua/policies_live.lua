@@ -12,10 +12,9 @@
 --         (:um:<hour>: the same); then, only when the minutes asked begin in the previous
 --         hour, the same three of the previous hour.
 -- ARGV    the byte ranges wanted of the usage strings, the same for every policy, as
---         GETRANGE takes them (inclusive start and end, in decimal): [1],[2] of this hour's,
---         then [3],[4] of the previous hour's when its keys are given. The shadow and
---         refusal strings' ranges are the same minutes (half the bytes). They stay strings:
---         a Lua number given to redis.call is formatted with sprintf on every call.
+--         GETRANGE would take them (0-based inclusive start and end): [1],[2] of this
+--         hour's, then [3],[4] of the previous hour's when its keys are given. The shadow
+--         and refusal strings' ranges are the same minutes (half the bytes).
 --
 -- Reply   4 strings per policy (a reply of few elements costs Redis and its reader less
 --         than one of many):
@@ -31,23 +30,27 @@
 local t = redis.call('TIME')
 local now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
 
--- A range as GETRANGE's two arguments of the usage string, then of the half-size strings,
--- then the two lengths in bytes.
+-- A range of the usage strings as string.sub takes it (1-based, inclusive), then of the
+-- half-size strings, then the two lengths in bytes.
 local function ranges(from, to)
-  local half_from = math.floor(tonumber(from) / 2)
-  local half_to = math.floor((tonumber(to) + 1) / 2) - 1
-  return {from, to, string.format('%d', half_from), string.format('%d', half_to),
-    tonumber(to) - tonumber(from) + 1, half_to - half_from + 1}
+  from, to = tonumber(from), tonumber(to)
+  local half_from, half_to = math.floor(from / 2), math.floor((to + 1) / 2) - 1
+  return {from + 1, to + 1, half_from + 1, half_to + 1, to - from + 1, half_to - half_from + 1}
 end
 local this_hour = ranges(ARGV[1], ARGV[2])
 local previous_hour = ARGV[3] and ranges(ARGV[3], ARGV[4])
 local stride = previous_hour and 11 or 8
 
--- The usage, shadow and refusal minutes of one hour, from its three keys at `first`.
-local function minutes(first, r)
-  return redis.call('GETRANGE', KEYS[first], r[1], r[2]),
-    redis.call('GETRANGE', KEYS[first + 1], r[3], r[4]),
-    redis.call('GETRANGE', KEYS[first + 2], r[3], r[4])
+local function cut(s, from, to)
+  if not s then
+    return ''
+  end
+  return string.sub(s, from, to)
+end
+
+-- The usage, shadow and refusal minutes asked of one hour, from the whole strings.
+local function minutes(usage, shadow, refused, r)
+  return cut(usage, r[1], r[2]), cut(shadow, r[3], r[4]), cut(refused, r[3], r[4])
 end
 
 -- `s` zero-filled to `length` bytes, so that this hour's minutes follow at their place.
@@ -68,11 +71,22 @@ end
 
 local out = {}
 for i = 1, #KEYS, stride do
-  out[#out + 1] = packed(policy_state(KEYS[i], KEYS[i + 1], KEYS[i + 2], KEYS[i + 3],
-    KEYS[i + 4], now_us))
-  local usage, shadow, refused = minutes(i + 5, this_hour)
+  -- One MGET reads the token bucket's state and each count string whole (at most 480
+  -- bytes); the minutes asked are cut out here. A command costs Redis far more than the
+  -- bytes it returns.
+  local s
   if previous_hour then
-    local usage_before, shadow_before, refused_before = minutes(i + 8, previous_hour)
+    s = redis.call('MGET', KEYS[i + 1], KEYS[i + 5], KEYS[i + 6], KEYS[i + 7], KEYS[i + 8],
+      KEYS[i + 9], KEYS[i + 10])
+  else
+    s = redis.call('MGET', KEYS[i + 1], KEYS[i + 5], KEYS[i + 6], KEYS[i + 7])
+  end
+  out[#out + 1] = packed(policy_state(KEYS[i], KEYS[i + 1], KEYS[i + 2], KEYS[i + 3],
+    KEYS[i + 4], now_us, s[1]))
+  local usage, shadow, refused = minutes(s[2], s[3], s[4], this_hour)
+  if previous_hour then
+    local usage_before, shadow_before, refused_before = minutes(s[5], s[6], s[7],
+      previous_hour)
     usage = filled(usage_before, previous_hour[5]) .. usage
     shadow = filled(shadow_before, previous_hour[6]) .. shadow
     refused = filled(refused_before, previous_hour[6]) .. refused

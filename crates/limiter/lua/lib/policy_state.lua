@@ -1,6 +1,6 @@
--- policy_state(key, tb_key, fw_key, log_key, leases_key, now_us): the live state of a policy of any
--- algorithm, as it stands at now_us (Redis' clock, whole microseconds), without writing
--- anything. Shared by policy_state.lua (one policy) and policies_live.lua (a page of them).
+-- policy_state(key, tb_key, fw_key, log_key, leases_key, now_us, tb_state): the live state of a
+-- policy of any algorithm, as it stands at now_us (Redis' clock, whole microseconds), without
+-- writing anything. Shared by policy_state.lua (one policy) and policies_live.lua (a page of them).
 --
 -- key         the policy's hash, <prefix>:{<policy name>}
 -- tb_key      the token bucket's state, <prefix>:{<policy name>}:tb (lib/
@@ -11,6 +11,7 @@
 -- leases_key  the leases, <prefix>:{<policy name>}:leases
 -- (the same keys the acquire scripts take; sliding_window and gcra keep their state in the
 -- hash.)
+-- tb_state    tb_key's value when the caller has read it already (false: no such key), or nil
 --
 -- Reply: {} when the policy is not in Redis (no max_permits), is keyed (its callers each
 -- have a bucket: lua/keyed/ reads one), or lacks what its algorithm
@@ -50,7 +51,7 @@
 --
 -- ALGORITHM_INDEX (algorithm name -> number) is defined ahead of this script when it is
 -- loaded (crates/limiter/src/client/scripts.rs, from the Rust side's Algorithm::index).
-local function policy_state(key, tb_key, fw_key, log_key, leases_key, now_us)
+local function policy_state(key, tb_key, fw_key, log_key, leases_key, now_us, tb_state)
   local h = redis.call('HMGET', key, 'max_permits', 'rate', 'version', 'algorithm', 'window_ms',
     'lease_ttl_ms', 'curr_permits', 'last_mill_second', 'tat', 'sw_start', 'sw_curr', 'sw_prev',
     'scope')
@@ -109,7 +110,10 @@ local function policy_state(key, tb_key, fw_key, log_key, leases_key, now_us)
       -- or in the hash until it moves there.
       local tokens = tonumber(h[7])
       local last = tonumber(h[8])
-      local raw = redis.call('GET', tb_key)
+      local raw = tb_state
+      if raw == nil then
+        raw = redis.call('GET', tb_key)
+      end
       if raw and #raw == 32 then
         tokens, last = struct.unpack('<d<d', raw)
       end

@@ -66,13 +66,13 @@ impl KeySpace {
     /// `<prefix>:{<name>}`: the braces are a Redis Cluster hash tag, so every key a
     /// policy ever needs lands in one slot.
     pub fn policy(&self, name: &PolicyName) -> String {
-        format!("{}:{{{}}}", self.prefix, name)
+        joined(&[&self.prefix, ":{", name.as_str(), "}"])
     }
 
     /// One state key of a policy: same hash tag as its hash, so a script may take both
     /// on a Redis Cluster.
     pub fn state(&self, name: &PolicyName, which: StateKey) -> String {
-        format!("{}:{{{}}}{}", self.prefix, name, which.suffix())
+        joined(&[&self.prefix, ":{", name.as_str(), "}", which.suffix()])
     }
 
     /// Every state key a policy may have (to discard its state, or read any algorithm's).
@@ -84,13 +84,7 @@ impl KeySpace {
     /// The braces make the whole tag the hash tag: one policy's buckets spread over all of
     /// a cluster's slots.
     pub fn keyed_bucket(&self, tag: &str) -> String {
-        // One allocation of the final length (format! would grow the string as it writes).
-        let mut key = String::with_capacity(self.prefix.len() + tag.len() + 5);
-        key.push_str(&self.prefix);
-        key.push_str(":k:{");
-        key.push_str(tag);
-        key.push('}');
-        key
+        joined(&[&self.prefix, ":k:{", tag, "}"])
     }
 
     /// The marker the sync task leaves after a complete pass: the SQL fingerprint that
@@ -103,66 +97,66 @@ impl KeySpace {
     /// `limiter::usage`). The policy's hash tag: on a cluster its counts live beside its
     /// bucket.
     pub fn usage_minutes(&self, policy: &str, hour: i64) -> String {
-        format!("{}:activity:{{{policy}}}:m:{hour}", self.prefix)
+        self.activity("", policy, "m", hour)
     }
 
     /// The counts of all the policies of one application per minute of one Unix hour,
     /// for the applications list.
     pub fn usage_app_minutes(&self, app: &str, hour: i64) -> String {
-        format!("{}:activity:app:{{{app}}}:m:{hour}", self.prefix)
+        self.activity("app:", app, "m", hour)
     }
 
     /// The would-be denials of an application's shadow policies per minute of one Unix
     /// hour (one u32 a minute; they are also in its granted counts, as they were granted),
     /// written only for applications that had some.
     pub fn usage_app_shadow_minutes(&self, app: &str, hour: i64) -> String {
-        format!("{}:activity:app:{{{app}}}:sm:{hour}", self.prefix)
+        self.activity("app:", app, "sm", hour)
     }
 
     /// The same per hour of one Unix day.
     pub fn usage_hours(&self, policy: &str, day: i64) -> String {
-        format!("{}:activity:{{{policy}}}:h:{day}", self.prefix)
+        self.activity("", policy, "h", day)
     }
 
     /// A shadow policy's would-have-denied counts per minute of one Unix hour (one u32 a
     /// minute): kept apart from [`Self::usage_minutes`], so a chart tells them from real
     /// denials, and written only for policies that had some.
     pub fn usage_shadow_minutes(&self, policy: &str, hour: i64) -> String {
-        format!("{}:activity:{{{policy}}}:sm:{hour}", self.prefix)
+        self.activity("", policy, "sm", hour)
     }
 
     /// A fail-closed policy's acquires refused (503) because Redis could not be reached,
     /// per minute of one Unix hour (one u32 a minute), written by the first flush that
     /// reaches Redis again, only for policies that had some.
     pub fn usage_unavailable_minutes(&self, policy: &str, hour: i64) -> String {
-        format!("{}:activity:{{{policy}}}:um:{hour}", self.prefix)
+        self.activity("", policy, "um", hour)
     }
 
     /// The same per hour of one Unix day, for the week's chart.
     pub fn usage_unavailable_hours(&self, policy: &str, day: i64) -> String {
-        format!("{}:activity:{{{policy}}}:uh:{day}", self.prefix)
+        self.activity("", policy, "uh", day)
     }
 
     /// The same summed over an application's policies.
     pub fn usage_app_unavailable_minutes(&self, app: &str, hour: i64) -> String {
-        format!("{}:activity:app:{{{app}}}:um:{hour}", self.prefix)
+        self.activity("app:", app, "um", hour)
     }
 
     /// An application's acquires with a revoked or expired key (401) per minute of one
     /// Unix hour (one u32 a minute), written only for applications that had some.
     pub fn usage_app_unauthenticated_minutes(&self, app: &str, hour: i64) -> String {
-        format!("{}:activity:app:{{{app}}}:ua:{hour}", self.prefix)
+        self.activity("app:", app, "ua", hour)
     }
 
     /// An application's acquires that named no policy (404) per minute of one Unix hour
     /// (one u32 a minute), written only for applications that had some.
     pub fn usage_app_unknown_minutes(&self, app: &str, hour: i64) -> String {
-        format!("{}:activity:app:{{{app}}}:nm:{hour}", self.prefix)
+        self.activity("app:", app, "nm", hour)
     }
 
     /// The same per hour of one Unix day.
     pub fn usage_shadow_hours(&self, policy: &str, day: i64) -> String {
-        format!("{}:activity:{{{policy}}}:sh:{day}", self.prefix)
+        self.activity("", policy, "sh", day)
     }
 
     /// The API keys just created, until every instance has reloaded its keys (see
@@ -187,6 +181,34 @@ impl KeySpace {
             .strip_prefix(":{")?
             .strip_suffix('}')
     }
+
+    /// `<prefix>:activity:<of>{<tag>}:<kind>:<period>`: the counts of a policy (`of` "")
+    /// or of an application (`of` "app:") per minute of an hour or per hour of a day.
+    fn activity(&self, of: &str, tag: &str, kind: &str, period: i64) -> String {
+        let mut number = itoa::Buffer::new();
+        joined(&[
+            &self.prefix,
+            ":activity:",
+            of,
+            "{",
+            tag,
+            "}:",
+            kind,
+            ":",
+            number.format(period),
+        ])
+    }
+}
+
+/// `parts` joined in one allocation of the final length. Keys are built on every acquire
+/// and by the hundred for a console page, where format!'s machinery costs more than the
+/// copying.
+fn joined(parts: &[&str]) -> String {
+    let mut key = String::with_capacity(parts.iter().map(|p| p.len()).sum());
+    for part in parts {
+        key.push_str(part);
+    }
+    key
 }
 
 #[cfg(test)]
@@ -205,5 +227,46 @@ mod tests {
             keys.state(&name, StateKey::Leases),
             "rk:{orders.create}:leases"
         );
+    }
+    #[test]
+    fn every_kind_of_key_is_named_as_the_scripts_expect() {
+        let keys = KeySpace::new("rk");
+        for (built, expected) in [
+            (keys.keyed_bucket("p\u{1}42"), "rk:k:{p\u{1}42}"),
+            (
+                keys.usage_minutes("p", 29_000_000),
+                "rk:activity:{p}:m:29000000",
+            ),
+            (keys.usage_hours("p", -1), "rk:activity:{p}:h:-1"),
+            (keys.usage_shadow_minutes("p", 7), "rk:activity:{p}:sm:7"),
+            (keys.usage_shadow_hours("p", 7), "rk:activity:{p}:sh:7"),
+            (
+                keys.usage_unavailable_minutes("p", 7),
+                "rk:activity:{p}:um:7",
+            ),
+            (keys.usage_unavailable_hours("p", 7), "rk:activity:{p}:uh:7"),
+            (
+                keys.usage_app_minutes("shop", 7),
+                "rk:activity:app:{shop}:m:7",
+            ),
+            (
+                keys.usage_app_shadow_minutes("shop", 7),
+                "rk:activity:app:{shop}:sm:7",
+            ),
+            (
+                keys.usage_app_unavailable_minutes("shop", 7),
+                "rk:activity:app:{shop}:um:7",
+            ),
+            (
+                keys.usage_app_unauthenticated_minutes("shop", 7),
+                "rk:activity:app:{shop}:ua:7",
+            ),
+            (
+                keys.usage_app_unknown_minutes("shop", 7),
+                "rk:activity:app:{shop}:nm:7",
+            ),
+        ] {
+            assert_eq!(built, expected);
+        }
     }
 }
