@@ -1,21 +1,72 @@
 use serde_json::json;
 
 use crate::auth::{Actor, Permission};
-use crate::domain::{AppSlug, FieldErrors, check_description};
+use crate::domain::{Algorithm, AppSlug, FieldErrors, Scope, check_description};
 use crate::store::AuditEntry;
+use ratekeeper_limiter::{StateRead, StoredBucket};
 
 use super::inputs::{AppInput, required, text};
 use super::{
     ApiKeyView, AppDetail, AppView, Control, ControlError, ControlResult, MemberView, PolicyView,
     app_access,
 };
-use crate::store::{AppRecord, Tx};
+use crate::store::{AppRecord, PolicyBrief, Tx};
 
-/// A policy's name and scope: what reading its live state needs.
+/// A policy's name and scope, and how its live state is read.
 #[derive(Debug, Clone)]
 pub struct PolicyScope {
     pub name: String,
     pub scope: crate::domain::Scope,
+    pub state_read: StateRead,
+}
+
+impl From<PolicyBrief> for PolicyScope {
+    fn from(p: PolicyBrief) -> Self {
+        Self {
+            state_read: state_read(p.scope, p.algorithm, || StoredBucket {
+                max_permits: p.max_permits,
+                rate: p.rate,
+                version: p.version,
+                created_ms: p.created_ms,
+            }),
+            name: p.name,
+            scope: p.scope,
+        }
+    }
+}
+
+/// How the live read finds the state of a policy of `scope` and `algorithm`: none for a
+/// keyed one; a global token bucket's from its state key when `bucket` (as the database
+/// holds it) last decided on it; any other's from its hash.
+pub fn state_read(
+    scope: Scope,
+    algorithm: Algorithm,
+    bucket: impl FnOnce() -> StoredBucket,
+) -> StateRead {
+    match (scope.is_keyed(), algorithm) {
+        (true, _) => StateRead::Skip,
+        (false, Algorithm::TokenBucket) => StateRead::TokenBucket(bucket()),
+        (false, _) => StateRead::FromHash,
+    }
+}
+
+/// An application's policies as [`Control::app_policies`] read them, with the read
+/// transaction that reads the rows of some of them next.
+pub struct AppPolicies {
+    tx: Tx,
+    app_id: String,
+    pub scopes: Vec<PolicyScope>,
+}
+
+impl AppPolicies {
+    /// The policies among `names` (at most a page's), by name, as the same transaction
+    /// sees them; it ends here.
+    #[tracing::instrument(level = "debug", skip_all)]
+    pub async fn named(mut self, names: &[&str]) -> ControlResult<Vec<PolicyView>> {
+        let records = self.tx.policies_named(&self.app_id, names).await?;
+        self.tx.commit().await?;
+        Ok(records.iter().map(PolicyView::from).collect())
+    }
 }
 
 /// See [`Control::app_with_limits`].
@@ -132,23 +183,33 @@ impl Control {
         Ok(detail)
     }
 
-    /// The names and scopes of an application's policies (by name), for those who may
-    /// see it: a small read, so that their live state can be asked of Redis while the
-    /// rest of the page is read from the database.
+    /// The names and scopes of an application's policies (by name), with how each one's
+    /// live state is read, for those who may see it: a small read, so that their live
+    /// state can be asked of Redis while the rest of the page is read from the database.
     #[tracing::instrument(level = "debug", skip_all, fields(actor = %actor.name, slug = %slug))]
     pub async fn policy_scopes(
         &self,
         actor: &Actor,
         slug: &str,
     ) -> ControlResult<Vec<PolicyScope>> {
+        let table = self.app_policies(actor, slug).await?;
+        let scopes = table.scopes;
+        table.tx.commit().await?;
+        Ok(scopes)
+    }
+
+    /// [`Self::policy_scopes`], in a read transaction kept open for the rows the page then
+    /// shows ([`AppPolicies::named`]): the application and the actor's access are read once.
+    #[tracing::instrument(level = "debug", skip_all, fields(actor = %actor.name, slug = %slug))]
+    pub async fn app_policies(&self, actor: &Actor, slug: &str) -> ControlResult<AppPolicies> {
         let mut tx = self.store.begin_read().await?;
         let (app, _) = app_access(&mut tx, actor, slug, Permission::View).await?;
-        let scopes = tx.policy_scopes(&app.id).await?;
-        tx.commit().await?;
-        Ok(scopes
-            .into_iter()
-            .map(|(name, scope)| PolicyScope { name, scope })
-            .collect())
+        let briefs = tx.policy_briefs(&app.id).await?;
+        Ok(AppPolicies {
+            tx,
+            app_id: app.id,
+            scopes: briefs.into_iter().map(PolicyScope::from).collect(),
+        })
     }
 
     /// What an application's page shows from the database besides its policies' rows,

@@ -7,7 +7,7 @@ use crate::acquire::unix_minute_now;
 use crate::auth::{Actor, Permission};
 use crate::domain::PolicyName;
 use crate::snapshot::PolicyEntry;
-use ratekeeper_limiter::{BucketState, KeyedBucket, MinuteCounts, PolicyLive};
+use ratekeeper_limiter::{BucketState, KeyedBucket, MinuteCounts, PolicyLive, StateRead};
 
 use super::{Control, ControlError, ControlResult, PolicyView};
 
@@ -40,20 +40,21 @@ impl Control {
     /// the page.
     #[tracing::instrument(level = "debug", skip_all, fields(policies = policies.len()))]
     pub async fn live_state_of(&self, policies: &[PolicyView]) -> Vec<LivePolicy> {
-        self.live_state_named(policies.iter().map(|p| (p.name.as_str(), p.scope)))
+        self.live_state_named(policies.iter().map(|p| (p.name.as_str(), p.state_read())))
             .await
     }
 
-    /// [`Self::live_state_of`] for policies known by name and scope.
+    /// [`Self::live_state_of`] for policies known by name, with how each one's state is read
+    /// (a keyed one has none).
     pub async fn live_state_named<'p>(
         &self,
-        policies: impl IntoIterator<Item = (&'p str, crate::domain::Scope)>,
+        policies: impl IntoIterator<Item = (&'p str, StateRead)>,
     ) -> Vec<LivePolicy> {
         // Names come from stored, validated policies: they always parse.
-        let (names, keyed): (Vec<PolicyName>, Vec<bool>) = policies
+        let names: Vec<(PolicyName, StateRead)> = policies
             .into_iter()
-            .filter_map(|(name, scope)| Some((PolicyName::parse(name).ok()?, scope.is_keyed())))
-            .unzip();
+            .filter_map(|(name, read)| Some((PolicyName::parse(name).ok()?, read)))
+            .collect();
         let views = match self
             .limiter
             .live_views(&names, unix_minute_now(), ACTIVITY_MINUTES)
@@ -68,8 +69,7 @@ impl Control {
         let mut views = views.into_iter();
         names
             .iter()
-            .zip(keyed)
-            .map(|(name, keyed)| {
+            .map(|(name, read)| {
                 let view = match views.next() {
                     Some(Ok(view)) => Some(view),
                     Some(Err(e)) => {
@@ -82,7 +82,7 @@ impl Control {
                 let state = view
                     .as_ref()
                     .and_then(|v| v.state.clone())
-                    .filter(|_| !keyed);
+                    .filter(|_| *read != StateRead::Skip);
                 LivePolicy {
                     name: name.to_string(),
                     full_in_ms: state.as_ref().map(|s| s.full_in_ms),
@@ -168,9 +168,10 @@ impl Control {
     /// reached; an empty list for a name Redis answered with an error.
     #[tracing::instrument(level = "debug", skip_all, fields(policies = names.len()))]
     pub async fn last_hour_of(&self, names: &[&str]) -> Option<Vec<Vec<MinuteCounts>>> {
-        let parsed: Vec<PolicyName> = names
+        // The counts alone: no policy's state is read.
+        let parsed: Vec<(PolicyName, StateRead)> = names
             .iter()
-            .filter_map(|n| PolicyName::parse(n).ok())
+            .filter_map(|n| Some((PolicyName::parse(n).ok()?, StateRead::Skip)))
             .collect();
         match self
             .limiter

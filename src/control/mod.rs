@@ -8,7 +8,7 @@ mod app_lifecycle;
 mod apply;
 pub use apply::ApplyError;
 mod apps;
-pub use apps::{AppWithLimits, PolicyScope};
+pub use apps::{AppPolicies, AppWithLimits, PolicyScope};
 mod audit;
 pub use audit::AuditPage;
 mod buckets;

@@ -7,6 +7,7 @@ use crate::domain::{
     Algorithm, DescriptorPattern, DurationUnit, FailureMode, Mode, Override, RateUnit, Scope,
 };
 use crate::store::{ApiKeyRecord, AppRecord, AuditRecord, MemberRecord, PolicyRecord};
+use ratekeeper_limiter::{StateRead, StoredBucket};
 
 /// Unix ms as RFC 3339 (UTC), how every time leaves the API.
 pub fn rfc3339(ms: i64) -> String {
@@ -167,6 +168,10 @@ pub struct PolicyView {
     pub version: i64,
     pub created_at: String,
     pub updated_at: String,
+    /// `created_at` as stored: with the version, it tells this incarnation of the policy's
+    /// state in Redis from an earlier one's of the same name.
+    #[serde(skip)]
+    pub created_ms: i64,
 }
 
 /// One caller's other limits; the fields it does not set are the policy's.
@@ -245,7 +250,20 @@ impl From<&PolicyRecord> for PolicyView {
             version: r.version,
             created_at: rfc3339(r.created_ms),
             updated_at: rfc3339(r.updated_ms),
+            created_ms: r.created_ms,
         }
+    }
+}
+
+impl PolicyView {
+    /// How the live read finds this policy's state.
+    pub fn state_read(&self) -> StateRead {
+        super::apps::state_read(self.scope, self.algorithm, || StoredBucket {
+            max_permits: self.max_permits,
+            rate: self.rate.unwrap_or(0.0),
+            version: self.version,
+            created_ms: self.created_ms,
+        })
     }
 }
 

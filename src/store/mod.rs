@@ -32,7 +32,7 @@ pub use apps::AppRecord;
 pub use audit::{AUDIT_EXPORT_MAX, AuditChoices, AuditEntry, AuditFilter, AuditRecord, Author};
 pub use ids::{new_id, now_ms};
 pub use memberships::MemberRecord;
-pub use policy_rows::PolicyRecord;
+pub use policy_rows::{PolicyBrief, PolicyRecord};
 pub use policy_versions::PolicyVersionRecord;
 pub use sessions::SessionRecord;
 pub use users::UserRecord;

@@ -1,7 +1,7 @@
-use crate::domain::{AppSlug, DurationUnit, PolicySpec, RateUnit, Scope};
+use crate::domain::{Algorithm, AppSlug, DurationUnit, PolicySpec, RateUnit, Scope};
 
 use super::policy_rows::{
-    PolicyRecord, PolicyRow, apps_json, descriptors_json, overrides_json, stored_rate,
+    PolicyBrief, PolicyRecord, PolicyRow, apps_json, descriptors_json, overrides_json, stored_rate,
 };
 use super::{StoreError, StoreResult, Tx, new_id, now_ms};
 
@@ -308,23 +308,35 @@ impl Tx {
         rows.into_iter().map(PolicyRow::parse).collect()
     }
 
-    /// The names and scopes of an application's policies, by name: what reading their
-    /// live state needs, without the rest of each row.
+    /// The application's policies by name, each with what reading its live state needs
+    /// and without the rest of its row.
     #[tracing::instrument(level = "debug", skip_all)]
-    pub async fn policy_scopes(&mut self, app_id: &str) -> StoreResult<Vec<(String, Scope)>> {
-        let rows: Vec<(String, String)> = sqlx::query_as(
-            self.sql("SELECT name, scope FROM policies WHERE app_id = ? ORDER BY name"),
-        )
+    pub async fn policy_briefs(&mut self, app_id: &str) -> StoreResult<Vec<PolicyBrief>> {
+        let rows: Vec<(String, String, String, i64, f64, i64, i64)> = sqlx::query_as(self.sql(
+            "SELECT name, scope, algorithm, max_permits, rate, version, created_ms \
+             FROM policies WHERE app_id = ? ORDER BY name",
+        ))
         .bind(app_id)
         .fetch_all(&mut *self.inner)
         .await?;
         rows.into_iter()
-            .map(|(name, scope)| match Scope::parse_field("scope", &scope) {
-                Ok(scope) => Ok((name, scope)),
-                Err(e) => Err(StoreError::Other(anyhow::anyhow!(
-                    "stored policy {name:?} is invalid: {e}"
-                ))),
-            })
+            .map(
+                |(name, scope, algorithm, max_permits, rate, version, created_ms)| {
+                    let invalid = |e| {
+                        StoreError::Other(anyhow::anyhow!("stored policy {name:?} is invalid: {e}"))
+                    };
+                    Ok(PolicyBrief {
+                        scope: Scope::parse_field("scope", &scope).map_err(invalid)?,
+                        algorithm: Algorithm::parse_field("algorithm", &algorithm)
+                            .map_err(invalid)?,
+                        name,
+                        max_permits,
+                        rate,
+                        version,
+                        created_ms,
+                    })
+                },
+            )
             .collect()
     }
 

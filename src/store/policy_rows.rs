@@ -20,6 +20,19 @@ pub struct PolicyRecord {
     pub updated_ms: i64,
 }
 
+/// A policy's name with what reading its live state needs (`Tx::policy_briefs`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct PolicyBrief {
+    pub name: String,
+    pub scope: Scope,
+    pub algorithm: Algorithm,
+    pub max_permits: i64,
+    /// 0 for the algorithms that take no rate.
+    pub rate: f64,
+    pub version: i64,
+    pub created_ms: i64,
+}
+
 #[derive(sqlx::FromRow)]
 pub(super) struct PolicyRow {
     pub(super) id: String,

@@ -13,8 +13,13 @@
 --         hour, the same three of the previous hour.
 -- ARGV    the byte ranges wanted of the usage strings, the same for every policy, as
 --         GETRANGE would take them (0-based inclusive start and end): [1],[2] of this
---         hour's, then [3],[4] of the previous hour's when its keys are given. The shadow
---         and refusal strings' ranges are the same minutes (half the bytes).
+--         hour's, then [3],[4] of the previous hour's ("" when its keys are not given).
+--         The shadow and refusal strings' ranges are the same minutes (half the bytes).
+--         Then 4 per policy, what the database holds of it: "k" and three "" for a keyed
+--         policy (its callers each have a bucket; no one state is read); a global token
+--         bucket's max_permits, rate, version and created_ms, with which its state key is
+--         read alone when that configuration last decided on it (else the hash is read, as
+--         for any other policy); "-" and three "" for any other.
 --
 -- Reply   4 strings per policy (a reply of few elements costs Redis and its reader less
 --         than one of many):
@@ -38,7 +43,7 @@ local function ranges(from, to)
   return {from + 1, to + 1, half_from + 1, half_to + 1, to - from + 1, half_to - half_from + 1}
 end
 local this_hour = ranges(ARGV[1], ARGV[2])
-local previous_hour = ARGV[3] and ranges(ARGV[3], ARGV[4])
+local previous_hour = ARGV[3] ~= '' and ranges(ARGV[3], ARGV[4])
 local stride = previous_hour and 11 or 8
 
 local function cut(s, from, to)
@@ -69,7 +74,26 @@ local function packed(state)
     state[5], state[6], state[7])
 end
 
+-- The state of the policy whose keys begin at KEYS[i] and whose stored configuration
+-- begins at ARGV[c], its state key's value being `raw`.
+local function state_of(i, c, raw)
+  local kind = ARGV[c]
+  if kind == 'k' then
+    return ''
+  end
+  if kind ~= '-' and raw and #raw == 32 then
+    local tokens, last, created, version = struct.unpack('<d<d<i8<i8', raw)
+    if version == tonumber(ARGV[c + 2]) and created == tonumber(ARGV[c + 3]) then
+      return packed(token_bucket_live(tokens, last, tonumber(kind), ARGV[c + 1], version,
+        now_us))
+    end
+  end
+  return packed(policy_state(KEYS[i], KEYS[i + 1], KEYS[i + 2], KEYS[i + 3], KEYS[i + 4],
+    now_us, raw))
+end
+
 local out = {}
+local c = 5
 for i = 1, #KEYS, stride do
   -- One MGET reads the token bucket's state and each count string whole (at most 480
   -- bytes); the minutes asked are cut out here. A command costs Redis far more than the
@@ -81,8 +105,8 @@ for i = 1, #KEYS, stride do
   else
     s = redis.call('MGET', KEYS[i + 1], KEYS[i + 5], KEYS[i + 6], KEYS[i + 7])
   end
-  out[#out + 1] = packed(policy_state(KEYS[i], KEYS[i + 1], KEYS[i + 2], KEYS[i + 3],
-    KEYS[i + 4], now_us, s[1]))
+  out[#out + 1] = state_of(i, c, s[1])
+  c = c + 4
   local usage, shadow, refused = minutes(s[2], s[3], s[4], this_hour)
   if previous_hour then
     local usage_before, shadow_before, refused_before = minutes(s[5], s[6], s[7],

@@ -26,4 +26,4 @@ pub use decide::{
 };
 pub use policy_config::PolicyConfig;
 pub use sync_writes::listen_for_changes;
-pub use views::{BucketState, LiveView, PolicyLive};
+pub use views::{BucketState, LiveView, PolicyLive, StateRead, StoredBucket};

@@ -42,7 +42,7 @@ pub async fn needing_attention(
         scopes.extend(of_app.into_iter().map(|p| (app.slug.as_str(), p)));
     }
     let live = control
-        .live_state_named(scopes.iter().map(|(_, p)| (p.name.as_str(), p.scope)))
+        .live_state_named(scopes.iter().map(|(_, p)| (p.name.as_str(), p.state_read)))
         .await;
     let mut needing: Vec<(&str, Standing, LivePolicy)> = scopes
         .iter()

@@ -287,23 +287,25 @@ pub async fn with_errors(
 /// The table's rows on screen. First the names and scopes of the application's
 /// policies (a small read); then the live state of those the table needs (one Redis call:
 /// the page's when sorted by name, else every filtered policy's, which also counts them by
-/// status); and the stored rows of the policies on screen only. Sorted by name, the page
-/// is known at once, so its rows are read from the database while Redis answers.
+/// status); and the stored rows of the policies on screen only, in the same read
+/// transaction. Sorted by name, the page is known at once, so its rows are read from the
+/// database while Redis answers.
 async fn table_rows(
     state: &AppState,
     actor: &Actor,
     slug: &str,
     table: &TableView,
 ) -> Result<TableRows, ConsoleError> {
-    let scopes = state.control.policy_scopes(actor, slug).await?;
+    let mut policies = state.control.app_policies(actor, slug).await?;
+    let scopes = std::mem::take(&mut policies.scopes);
     let filtered = table.filtered(&scopes);
     let read = table.to_read(&filtered);
     let live = state
         .control
-        .live_state_named(read.iter().map(|p| (p.name.as_str(), p.scope)));
+        .live_state_named(read.iter().map(|p| (p.name.as_str(), p.state_read)));
     if !table.sorts_by_state() {
         let names: Vec<&str> = read.iter().map(|p| p.name.as_str()).collect();
-        let (live, views) = tokio::join!(live, state.control.policies_named(actor, slug, &names));
+        let (live, views) = tokio::join!(live, policies.named(&names));
         return Ok(TableRows {
             rows: rows_in_order(&views?, &live),
             total: scopes.len(),
@@ -325,7 +327,7 @@ async fn table_rows(
     let (shown, pages) = table.page_of(standings);
     let shown: Vec<LivePolicy> = shown.into_iter().map(|(_, live)| live).collect();
     let names: Vec<&str> = shown.iter().map(|l| l.name.as_str()).collect();
-    let views = state.control.policies_named(actor, slug, &names).await?;
+    let views = policies.named(&names).await?;
     Ok(TableRows {
         rows: rows_in_order(&views, &shown),
         total: scopes.len(),

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use ratekeeper_limiter::domain::PolicyName;
-use ratekeeper_limiter::{Limiter, MinuteCounts, PolicyFlush, TopBatch};
+use ratekeeper_limiter::{Limiter, MinuteCounts, PolicyFlush, StateRead, TopBatch};
 
 use crate::helpers::{redis_url, test_prefix};
 
@@ -50,7 +50,7 @@ async fn the_live_view_reads_the_minutes_asked_across_an_hours_end() {
     ] {
         limiter.add_flush(minute, &[flush], &[]).await.unwrap();
     }
-    let names = [PolicyName::parse("p").unwrap()];
+    let names = [(PolicyName::parse("p").unwrap(), StateRead::FromHash)];
     let view = |now_minute, minutes| {
         let limiter = &limiter;
         let names = &names;

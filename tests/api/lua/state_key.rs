@@ -227,3 +227,78 @@ async fn versions_before_and_after_share_a_bucket_exactly_during_a_rolling_upgra
     assert!(p.state_exists().await);
     assert_eq!(p.hash_field("curr_permits").await, None);
 }
+
+/// The console's live read (`lua/policies_live.lua`) takes a global token bucket's state
+/// from its state key alone when the configuration the database holds is the one that
+/// last decided on it, and from the hash whenever it is not (an edit not yet synced, or
+/// one synced since the last acquire).
+#[tokio::test]
+async fn the_live_view_reads_the_hash_only_when_the_configuration_passed_is_not_the_states() {
+    use ratekeeper_limiter::{StateRead, StoredBucket};
+    let p = Policy::new(10).await;
+    for _ in 0..3 {
+        assert_eq!(p.acquire(&p.moving).await[0], GRANTED);
+    }
+    let stored = |config: &PolicyConfig| {
+        StateRead::TokenBucket(StoredBucket {
+            max_permits: config.max_permits,
+            rate: config.rate,
+            version: config.version,
+            created_ms: config.created_ms,
+        })
+    };
+    let live = |read: StateRead| {
+        let p = &p;
+        async move {
+            let name = p.config.name.clone();
+            let mut views = p.moving.live_views(&[(name, read)], 0, 1).await.unwrap();
+            views.remove(0).unwrap().state
+        }
+    };
+    // Hand-edit the hash's capacity (no sync, no new version): a read of the hash shows it.
+    redis::cmd("HSET")
+        .arg(p.hash())
+        .arg("max_permits")
+        .arg(50)
+        .query_async::<()>(&mut p.conn.clone())
+        .await
+        .unwrap();
+
+    let passed = live(stored(&p.config)).await.expect("a state");
+    assert_eq!((passed.max_permits, passed.version), (10, 1), "{passed:?}");
+    assert!((passed.current_permits - 7.0).abs() < 0.01, "{passed:?}");
+    assert_eq!(passed.rate, p.config.rate);
+    let from_hash = live(StateRead::FromHash).await.expect("a state");
+    assert_eq!((from_hash.max_permits, from_hash.version), (50, 1));
+    assert!((from_hash.current_permits - 7.0).abs() < 0.01);
+    // Another version, or another incarnation, than the state's: the hash answers.
+    for other in [
+        PolicyConfig {
+            version: 2,
+            ..p.config.clone()
+        },
+        PolicyConfig {
+            created_ms: 8,
+            ..p.config.clone()
+        },
+    ] {
+        let state = live(stored(&other)).await.expect("a state");
+        assert_eq!((state.max_permits, state.version), (50, 1), "{other:?}");
+    }
+    // No state is read for a keyed policy.
+    assert_eq!(live(StateRead::Skip).await, None);
+
+    // The sync writes version 2 (capacity 5) and the state takes its id: the database's
+    // version 2 is then read from the state key, and version 1 from the hash.
+    let newer = PolicyConfig {
+        version: 2,
+        max_permits: 5,
+        ..p.config.clone()
+    };
+    assert!(p.moving.push_policy(&newer).await.unwrap());
+    let state = live(stored(&newer)).await.expect("a state");
+    assert_eq!((state.max_permits, state.version), (5, 2));
+    assert!((state.current_permits - 5.0).abs() < 0.01, "{state:?}");
+    let state = live(stored(&p.config)).await.expect("a state");
+    assert_eq!((state.max_permits, state.version), (5, 2));
+}

@@ -51,6 +51,56 @@
 --
 -- ALGORITHM_INDEX (algorithm name -> number) is defined ahead of this script when it is
 -- loaded (crates/limiter/src/client/scripts.rs, from the Rust side's Algorithm::index).
+--
+-- token_bucket_live(tokens, last, max_permits, rate, version, now_us): policy_state's reply
+-- for a global token bucket whose state is `tokens` at `last` (ms; both nil: never used,
+-- full), with the configuration max_permits, rate (a string, as stored or passed) and
+-- version. policies_live.lua calls it directly when the configuration passed in is the one
+-- the state key was last decided with, and need not read the hash.
+
+-- Times in replies are capped at 10^15 ms (some 31,700 years): a slow rate with a large
+-- capacity could otherwise yield more ms than an integer reply holds.
+local MAX_MS = 1e15
+local function ceil_ms(ms)
+  if ms <= 0 then
+    return 0
+  end
+  return math.min(math.ceil(ms), MAX_MS)
+end
+
+-- The reply, with current clamped to [0, max_permits].
+local function live_reply(current, max_permits, rate, version, updated, full_in, index)
+  if current < 0 then
+    current = 0
+  elseif current > max_permits then
+    current = max_permits
+  end
+  if updated < 0 then
+    updated = 0
+  end
+  -- %.17g keeps every bit of a double; Redis' own conversion would round to 14 digits.
+  return {string.format('%.17g', current), max_permits, rate, version, math.floor(updated),
+    full_in, index}
+end
+
+local function token_bucket_live(tokens, last, max_permits, rate_text, version, now_us)
+  local index = ALGORITHM_INDEX['token_bucket']
+  if not tokens or not last then
+    return live_reply(max_permits, max_permits, rate_text, version, 0, 0, index)
+  end
+  local rate = tonumber(rate_text)
+  local now = now_us / 1000
+  -- As in token_bucket.lua: a clock that went backwards (failover) refills nothing.
+  if now > last then
+    tokens = tokens + (now - last) * rate / 1000
+  end
+  if tokens > max_permits then
+    tokens = max_permits
+  end
+  return live_reply(tokens, max_permits, rate_text, version, last,
+    ceil_ms((max_permits - tokens) * 1000 / rate), index)
+end
+
 local function policy_state(key, tb_key, fw_key, log_key, leases_key, now_us, tb_state)
   local h = redis.call('HMGET', key, 'max_permits', 'rate', 'version', 'algorithm', 'window_ms',
     'lease_ttl_ms', 'curr_permits', 'last_mill_second', 'tat', 'sw_start', 'sw_curr', 'sw_prev',
@@ -66,30 +116,11 @@ local function policy_state(key, tb_key, fw_key, log_key, leases_key, now_us, tb
   local index = ALGORITHM_INDEX[algorithm] or 0
 
   local function fmt(x)
-    -- %.17g keeps every bit of a double; Redis' own conversion would round to 14 digits.
     return string.format('%.17g', x)
   end
 
-  -- Times in replies are capped at 10^15 ms (some 31,700 years): a slow rate with a large
-  -- capacity could otherwise yield more ms than an integer reply holds.
-  local MAX_MS = 1e15
-  local function ceil_ms(ms)
-    if ms <= 0 then
-      return 0
-    end
-    return math.min(math.ceil(ms), MAX_MS)
-  end
-
   local function reply(current, rate, updated, full_in)
-    if current < 0 then
-      current = 0
-    elseif current > max_permits then
-      current = max_permits
-    end
-    if updated < 0 then
-      updated = 0
-    end
-    return {fmt(current), max_permits, rate, version, math.floor(updated), full_in, index}
+    return live_reply(current, max_permits, rate, version, updated, full_in, index)
   end
 
   if index == 0 then
@@ -117,17 +148,7 @@ local function policy_state(key, tb_key, fw_key, log_key, leases_key, now_us, tb
       if raw and #raw == 32 then
         tokens, last = struct.unpack('<d<d', raw)
       end
-      if not tokens or not last then
-        return reply(max_permits, h[2], 0, 0)
-      end
-      -- A clock that went backwards (failover) refills nothing.
-      if now > last then
-        tokens = tokens + (now - last) * rate / 1000
-      end
-      if tokens > max_permits then
-        tokens = max_permits
-      end
-      return reply(tokens, h[2], last, ceil_ms((max_permits - tokens) * 1000 / rate))
+      return token_bucket_live(tokens, last, max_permits, h[2], version, now_us)
     end
 
     -- gcra, as gcra.lua computes its `remaining`: a tat in the past is a full burst.

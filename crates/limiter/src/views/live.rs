@@ -15,6 +15,30 @@ use crate::counts::usage::{byte_ranges, pairs, u32_at};
 use crate::views::state::BucketState;
 use crate::views::state::parse_packed_state;
 
+/// How the live read finds a policy's state, from what the database holds of it: the
+/// script reads the policy's hash only where it must.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum StateRead {
+    /// No state: a keyed policy's callers each have a bucket of their own (or the caller
+    /// wants the counts alone).
+    Skip,
+    /// A global token bucket's configuration: its state key alone is read when this
+    /// configuration (version and incarnation) last decided on it, as an acquire that
+    /// passes it does (`lua/lib/token_bucket_global.lua`); else the hash.
+    TokenBucket(StoredBucket),
+    /// Any other policy: its hash holds what its state needs.
+    FromHash,
+}
+
+/// A global token bucket as the database holds it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct StoredBucket {
+    pub max_permits: i64,
+    pub rate: f64,
+    pub version: i64,
+    pub created_ms: i64,
+}
+
 /// One policy as Redis holds it now.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LiveView {
@@ -25,13 +49,14 @@ pub struct LiveView {
 }
 
 impl Limiter {
-    /// The live view of each policy of `names`, with the counts of the `minutes` minutes
-    /// (1 to 60) up to and including `now_minute`. One entry per name, in order; an entry
-    /// is an error when Redis answered that policy's part with one.
+    /// The live view of each policy of `names` (with how its state is read), with the
+    /// counts of the `minutes` minutes (1 to 60) up to and including `now_minute`. One
+    /// entry per name, in order; an entry is an error when Redis answered that policy's
+    /// part with one.
     #[tracing::instrument(level = "debug", skip_all, fields(policies = names.len()))]
     pub async fn live_views(
         &self,
-        names: &[PolicyName],
+        names: &[(PolicyName, StateRead)],
         now_minute: i64,
         minutes: i64,
     ) -> Result<Vec<Result<LiveView, LimiterError>>, LimiterError> {
@@ -55,7 +80,7 @@ impl Limiter {
     /// One call of the live script for `names`.
     async fn query_live(
         &self,
-        names: &[PolicyName],
+        names: &[(PolicyName, StateRead)],
         first: i64,
         last: i64,
     ) -> Result<Vec<Result<LiveView, LimiterError>>, LimiterError> {
@@ -68,7 +93,7 @@ impl Limiter {
             &[hour]
         };
         let mut invocation = scripts::POLICIES_LIVE.prepare_invoke();
-        for name in names {
+        for (name, _) in names {
             invocation.key(self.keys.policy(name));
             for key in self.keys.all_state(name) {
                 invocation.key(key);
@@ -80,8 +105,23 @@ impl Limiter {
                     .key(self.keys.usage_unavailable_minutes(name.as_str(), hour));
             }
         }
-        for (start, end) in std::iter::once(this).chain((hours.len() == 2).then_some(previous)) {
-            invocation.arg(start).arg(end);
+        invocation.arg(this.0).arg(this.1);
+        if hours.len() == 2 {
+            invocation.arg(previous.0).arg(previous.1);
+        } else {
+            invocation.arg("").arg("");
+        }
+        let mut digits = itoa::Buffer::new();
+        for (_, read) in names {
+            match read {
+                StateRead::Skip => invocation.arg("k").arg("").arg("").arg(""),
+                StateRead::FromHash => invocation.arg("-").arg("").arg("").arg(""),
+                StateRead::TokenBucket(bucket) => invocation
+                    .arg(digits.format(bucket.max_permits))
+                    .arg(bucket.rate.to_string())
+                    .arg(digits.format(bucket.version))
+                    .arg(digits.format(bucket.created_ms)),
+            };
         }
         let mut conn = self.conn.clone();
         let replies: Vec<Value> = self.timed(invocation.invoke_async(&mut conn)).await?;

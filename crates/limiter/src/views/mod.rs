@@ -6,6 +6,6 @@ pub(crate) mod live;
 mod policy_live;
 pub(crate) mod state;
 
-pub use live::LiveView;
+pub use live::{LiveView, StateRead, StoredBucket};
 pub use policy_live::PolicyLive;
 pub use state::BucketState;
