@@ -14,7 +14,7 @@ use secrecy::SecretString;
 
 use crate::auth::Actor;
 use crate::config::Settings;
-use crate::control::ControlError;
+use crate::control::{ControlError, TokenInput};
 use crate::policy_file;
 use crate::startup::{Application, Core};
 use crate::store::Store;
@@ -113,6 +113,14 @@ pub enum TokenCommand {
         /// A label to tell the user's tokens apart.
         #[arg(long, default_value = "cli")]
         label: String,
+        /// When the token stops working by itself (RFC 3339, e.g. 2030-01-31T18:00:00Z);
+        /// never when left out.
+        #[arg(long)]
+        expires_at: Option<String>,
+        /// The token views what the user may view and changes nothing, whatever the
+        /// user's role.
+        #[arg(long)]
+        read_only: bool,
     },
 }
 
@@ -146,12 +154,23 @@ pub async fn run(cli: Cli, settings: Settings) -> anyhow::Result<()> {
             Ok(())
         }
         Command::Token {
-            command: TokenCommand::Create { name, label },
+            command:
+                TokenCommand::Create {
+                    name,
+                    label,
+                    expires_at,
+                    read_only,
+                },
         } => {
             let core = Core::build(&settings).await?;
+            let input = TokenInput {
+                label: Some(label),
+                expires_at,
+                read_only,
+            };
             let token = core
                 .control
-                .create_token(&Actor::operator(), &name, &label)
+                .create_token(&Actor::operator(), &name, &input)
                 .await
                 .map_err(|e| match e {
                     ControlError::NotFound(_) => anyhow::anyhow!(

@@ -5,13 +5,14 @@
 use std::sync::Arc;
 
 use actix_web::dev::Payload;
+use actix_web::http::Method;
 use actix_web::{FromRequest, HttpRequest, web};
 use futures_util::future::{Either, LocalBoxFuture, Ready, ready};
 
 use super::problem::Problem;
 use crate::acquire::{Acquirer, KeyRefused, REVOKED};
 use crate::auth::Actor;
-use crate::control::rfc3339;
+use crate::control::{TokenRefused, rfc3339};
 use crate::snapshot::KeyEntry;
 use crate::state::AppState;
 
@@ -78,6 +79,7 @@ impl FromRequest for AdminActor {
     fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
         let token = bearer(req).map(str::to_owned);
         let state = req.app_data::<web::Data<AppState>>().cloned();
+        let reads = matches!(*req.method(), Method::GET | Method::HEAD);
         Box::pin(async move {
             let token = token.ok_or_else(|| {
                 Problem::unauthorized(
@@ -86,8 +88,18 @@ impl FromRequest for AdminActor {
             })?;
             let state = state.ok_or_else(Problem::internal)?;
             match state.control.actor_for_token(&token).await? {
-                Some(actor) => Ok(AdminActor(actor)),
-                None => Err(Problem::unauthorized("unknown or revoked access token")),
+                Ok(actor) if actor.read_only && !reads => Err(Problem::forbidden(
+                    "this access token is read-only: it may read (GET) and change nothing; \
+                     make a token that is not read-only to change things",
+                )),
+                Ok(actor) => Ok(AdminActor(actor)),
+                Err(TokenRefused::Unknown) => {
+                    Err(Problem::unauthorized("unknown or revoked access token"))
+                }
+                Err(TokenRefused::Expired { at_ms }) => Err(Problem::unauthorized(format!(
+                    "this access token expired at {}; make a new one",
+                    rfc3339(at_ms)
+                ))),
             }
         })
     }

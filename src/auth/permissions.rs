@@ -16,6 +16,9 @@ pub struct Actor {
     pub source: Source,
     /// The id the changes of one policy file's apply share in the audit log.
     pub change_set: Option<String>,
+    /// Signed in with a read-only access token: it may view what the user may view and
+    /// change nothing, whatever the user's role.
+    pub read_only: bool,
 }
 
 /// Where a change came from: the console, the JSON API (or gRPC), or the command line.
@@ -52,6 +55,15 @@ impl Actor {
             is_admin: user.is_admin(),
             source,
             change_set: None,
+            read_only: false,
+        }
+    }
+
+    /// The same actor, changing nothing (a read-only access token's).
+    pub fn reading_only(self) -> Self {
+        Self {
+            read_only: true,
+            ..self
         }
     }
 
@@ -80,11 +92,15 @@ impl Actor {
             is_admin: true,
             source: Source::Cli,
             change_set: None,
+            read_only: false,
         }
     }
 
     /// Whether this actor, whose role in the application is `role`, may do `wanted`.
     pub fn may(&self, role: Option<MemberRole>, wanted: Permission) -> bool {
+        if self.read_only && wanted == Permission::Edit {
+            return false;
+        }
         if self.is_admin {
             return true;
         }
@@ -107,6 +123,7 @@ mod tests {
             is_admin: false,
             source: Source::Console,
             change_set: None,
+            read_only: false,
         }
     }
 
@@ -118,5 +135,19 @@ mod tests {
         assert!(!m.may(Some(MemberRole::Viewer), Permission::Edit));
         assert!(!m.may(None, Permission::View));
         assert!(Actor::operator().may(None, Permission::Edit));
+    }
+
+    #[test]
+    fn a_read_only_actor_views_and_never_edits() {
+        let owner = member().reading_only();
+        assert!(owner.may(Some(MemberRole::Owner), Permission::View));
+        assert!(!owner.may(Some(MemberRole::Owner), Permission::Edit));
+        let admin = Actor {
+            is_admin: true,
+            ..member()
+        }
+        .reading_only();
+        assert!(admin.may(None, Permission::View));
+        assert!(!admin.may(None, Permission::Edit));
     }
 }

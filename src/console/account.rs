@@ -10,7 +10,7 @@ use serde::Deserialize;
 
 use super::error::ConsoleError;
 use super::format::{ago, short_time};
-use super::forms::FormErrors;
+use super::forms::{FormErrors, utc_date_time};
 use super::page::{Chrome, Notice};
 use super::respond::{render, render_status, see_other};
 use super::session::SignedIn;
@@ -30,6 +30,8 @@ struct AccountPage {
     /// Tokens just made by this session, shown this once: (label, text).
     new_tokens: Vec<(String, String)>,
     token_label: String,
+    token_expires_at: String,
+    token_read_only: bool,
     token_errors: FormErrors,
 }
 
@@ -38,12 +40,22 @@ struct TokenRow {
     label: String,
     created: String,
     last_used: String,
+    read_only: bool,
+    /// "never", the date-time, or when it expired.
+    expiry: String,
+    expired: bool,
 }
 
 #[derive(Deserialize)]
 pub struct TokenForm {
     #[serde(default)]
     label: String,
+    /// A `datetime-local` value, read as UTC; empty: never expires.
+    #[serde(default)]
+    expires_at: String,
+    /// The checkbox: present ("on") when ticked.
+    #[serde(default)]
+    read_only: Option<String>,
     #[serde(default)]
     csrf: SecretString,
 }
@@ -74,13 +86,23 @@ async fn page(
         .list_own_tokens(&signed_in.actor)
         .await?
         .into_iter()
-        .map(|t| TokenRow {
-            id: t.id,
-            label: t.label,
-            created: short_time(&rfc3339(t.created_ms)),
-            last_used: t
-                .last_used_ms
-                .map_or("never".to_owned(), |at| ago(at, now).to_string()),
+        .map(|t| {
+            let expired = t.expires_ms.is_some_and(|at| at <= now);
+            TokenRow {
+                read_only: t.is_read_only(),
+                expiry: match t.expires_ms {
+                    None => "never".to_owned(),
+                    Some(at) if expired => format!("expired {}", short_time(&rfc3339(at))),
+                    Some(at) => short_time(&rfc3339(at)),
+                },
+                expired,
+                id: t.id,
+                label: t.label,
+                created: short_time(&rfc3339(t.created_ms)),
+                last_used: t
+                    .last_used_ms
+                    .map_or("never".to_owned(), |at| ago(at, now).to_string()),
+            }
         })
         .collect();
     Ok(AccountPage {
@@ -92,6 +114,8 @@ async fn page(
         tokens,
         new_tokens: Vec::new(),
         token_label: String::new(),
+        token_expires_at: String::new(),
+        token_read_only: false,
         token_errors: FormErrors::default(),
     })
 }
@@ -130,6 +154,8 @@ pub async fn create_token(
     let form = form.into_inner();
     let input = TokenInput {
         label: Some(form.label.clone()),
+        expires_at: utc_date_time(&form.expires_at),
+        read_only: form.read_only.is_some(),
     };
     let reveal = Reveal::OnPage {
         session: &signed_in.token,
@@ -144,6 +170,8 @@ pub async fn create_token(
         Err(ControlError::Invalid(errors)) => {
             let mut page = page(&state, &signed_in, FormErrors::default()).await?;
             page.token_label = form.label;
+            page.token_expires_at = form.expires_at;
+            page.token_read_only = form.read_only.is_some();
             page.token_errors = FormErrors::from_fields(&errors);
             render_status(&page, StatusCode::UNPROCESSABLE_ENTITY)
         }

@@ -76,6 +76,15 @@ pub struct TokenInput {
         pattern = "^[^\\u0000-\\u001f\\u007f-\\u009f]*[^\\s\\u0000-\\u001f\\u007f-\\u009f][^\\u0000-\\u001f\\u007f-\\u009f]*$"
     )]
     pub label: Option<String>,
+    /// When the token stops working by itself (RFC 3339 date-time, in the future); never
+    /// when left out.
+    #[serde(default, deserialize_with = "not_null")]
+    #[schema(nullable = false, format = DateTime)]
+    pub expires_at: Option<String>,
+    /// A read-only token views what its owner may view and changes nothing, whatever the
+    /// owner's role; false when left out.
+    #[serde(default)]
+    pub read_only: bool,
 }
 
 #[derive(Debug, Default, Clone, Deserialize, ToSchema)]
@@ -269,6 +278,17 @@ pub fn date_time(field: &str, value: &str) -> Result<i64, FieldError> {
                 "must be a date-time such as 2030-01-31T18:00:00Z (RFC 3339)",
             )
         })
+}
+
+/// An optional expiry for something new (a key, a token): in the future, or it would be
+/// born dead.
+pub fn future_expiry(errors: &mut FieldErrors, value: Option<&str>) -> Option<i64> {
+    let at = errors.check(date_time("expires_at", value?))?;
+    if at <= crate::store::now_ms() {
+        errors.push("expires_at", "must be in the future");
+        return None;
+    }
+    Some(at)
 }
 
 /// A required field's value, or an error naming it.

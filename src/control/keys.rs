@@ -4,7 +4,7 @@ use crate::auth::{Actor, Permission, Secret, SecretKind};
 use crate::domain::FieldErrors;
 use crate::store::{AuditEntry, KeyGrant, now_ms};
 
-use super::inputs::{KeyInput, RotateInput, date_time, required, text};
+use super::inputs::{KeyInput, RotateInput, date_time, future_expiry, required, text};
 use super::reveal::{Reveal, Revealed};
 use super::views::rfc3339;
 use super::{
@@ -13,16 +13,6 @@ use super::{
 
 /// How long a rotated key keeps working when the rotation does not say.
 pub const DEFAULT_OLD_KEY_GRACE_MS: i64 = 24 * 60 * 60 * 1000;
-
-/// An optional expiry for a new key: in the future, or it would be born dead.
-fn new_key_expiry(errors: &mut FieldErrors, value: Option<&str>) -> Option<i64> {
-    let at = errors.check(date_time("expires_at", value?))?;
-    if at <= now_ms() {
-        errors.push("expires_at", "must be in the future");
-        return None;
-    }
-    Some(at)
-}
 
 impl Control {
     /// A new API key for the application; its text is in the reply (or on the next page,
@@ -38,7 +28,7 @@ impl Control {
         let mut errors = FieldErrors::default();
         let label = required(&mut errors, "label", &input.label)
             .and_then(|l| errors.check(text("label", &l, 200)));
-        let expires_ms = new_key_expiry(&mut errors, input.expires_at.as_deref());
+        let expires_ms = future_expiry(&mut errors, input.expires_at.as_deref());
         errors.clone().into_result()?;
         let Some(label) = label else {
             return Err(ControlError::Invalid(errors));
@@ -76,7 +66,7 @@ impl Control {
             // A time already past means the same as "now": the old key stops at once.
             Some(at) => errors.check(date_time("old_key_expires_at", at).map(|t| t.max(now))),
         };
-        let expires_ms = new_key_expiry(&mut errors, input.expires_at.as_deref());
+        let expires_ms = future_expiry(&mut errors, input.expires_at.as_deref());
         errors.clone().into_result()?;
         let Some(old_until) = old_until else {
             return Err(ControlError::Invalid(errors));

@@ -50,6 +50,7 @@ pub use policy_diff::{FieldChange, WrittenFields, field_changes};
 pub use policy_history::{HISTORY_PAGE_SIZE, PolicyHistory};
 pub use policy_spec::new_policy;
 pub use reveal::{Reveal, Revealed};
+pub use users::TokenRefused;
 pub use views::{
     ApiKeyView, AppDetail, AppView, AuditView, CreatedKey, DescriptorView, MemberView,
     OverrideView, PolicyVersionView, PolicyView, RotatedKey, rfc3339,

@@ -6,15 +6,33 @@ use serde_json::json;
 
 use crate::auth::Actor;
 use crate::domain::FieldErrors;
-use crate::store::{AccessTokenRecord, AuditEntry};
+use crate::store::{AccessTokenRecord, AuditEntry, TokenTerms};
 
-use super::inputs::{TokenInput, required, text};
+use super::inputs::{TokenInput, future_expiry, required, text};
 use super::reveal::{Reveal, Revealed};
 use super::users::insert_token;
 use super::{Control, ControlError, ControlResult};
 
+/// A new token's label and terms, every error at once.
+pub(super) fn validated(input: &TokenInput) -> ControlResult<(String, TokenTerms)> {
+    let mut errors = FieldErrors::default();
+    let label = required(&mut errors, "label", &input.label)
+        .and_then(|l| errors.check(text("label", &l, 200)));
+    let expires_ms = future_expiry(&mut errors, input.expires_at.as_deref());
+    match label {
+        Some(label) if errors.is_empty() => Ok((
+            label,
+            TokenTerms {
+                expires_ms,
+                read_only: input.read_only,
+            },
+        )),
+        _ => Err(ControlError::Invalid(errors)),
+    }
+}
+
 impl Control {
-    /// The actor's live tokens.
+    /// The actor's live tokens (expired ones too, until revoked).
     #[tracing::instrument(level = "debug", skip_all, fields(actor = %actor.name))]
     pub async fn list_own_tokens(&self, actor: &Actor) -> ControlResult<Vec<AccessTokenRecord>> {
         let user_id = actor.user_id.as_deref().ok_or(ControlError::Forbidden)?;
@@ -32,14 +50,9 @@ impl Control {
         input: TokenInput,
         reveal: Reveal<'_>,
     ) -> ControlResult<Revealed> {
-        let mut errors = FieldErrors::default();
-        let label = required(&mut errors, "label", &input.label)
-            .and_then(|l| errors.check(text("label", &l, 200)));
-        let Some(label) = label else {
-            return Err(ControlError::Invalid(errors));
-        };
+        let (label, terms) = validated(&input)?;
         let mut tx = self.store.begin().await?;
-        let (token_id, secret) = insert_token(&mut tx, actor, &actor.name, &label).await?;
+        let (token_id, secret) = insert_token(&mut tx, actor, &actor.name, &label, terms).await?;
         let revealed = Revealed::AccessToken {
             id: token_id,
             label,

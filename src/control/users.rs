@@ -3,8 +3,9 @@ use serde_json::json;
 
 use crate::auth::{Actor, Secret, SecretKind, hash_password};
 use crate::domain::{FieldError, FieldErrors, Username};
-use crate::store::{AuditEntry, StoreError, Tx, UserRecord};
+use crate::store::{AuditEntry, StoreError, TokenOwner, TokenTerms, Tx, UserRecord};
 
+use super::views::rfc3339;
 use super::{Control, ControlError, ControlResult};
 
 pub const MIN_PASSWORD_CHARS: usize = 8;
@@ -68,28 +69,48 @@ impl Control {
         Ok(user)
     }
 
-    /// A new personal access token for `username`; its text is returned once.
+    /// A new personal access token for `username`, as `input` asks; its text is returned
+    /// once.
     #[tracing::instrument(skip_all, fields(actor = %actor.name, username = %username))]
     pub async fn create_token(
         &self,
         actor: &Actor,
         username: &str,
-        label: &str,
+        input: &super::TokenInput,
     ) -> ControlResult<SecretString> {
+        let (label, terms) = super::tokens::validated(input)?;
         let mut tx = self.store.begin().await?;
-        let (_, secret) = insert_token(&mut tx, actor, username, label).await?;
+        let (_, secret) = insert_token(&mut tx, actor, username, &label, terms).await?;
         tx.commit().await?;
         Ok(secret)
     }
 
-    /// The user a presented access token belongs to, if it is live and the user enabled.
+    /// The user a presented access token belongs to, if the token is live (neither
+    /// revoked nor expired) and the user enabled; read-only if the token is.
     #[tracing::instrument(level = "debug", skip_all)]
-    pub async fn actor_for_token(&self, presented: &str) -> ControlResult<Option<Actor>> {
+    pub async fn actor_for_token(
+        &self,
+        presented: &str,
+    ) -> ControlResult<Result<Actor, TokenRefused>> {
         let hash = crate::auth::hash_secret(presented);
         let mut tx = self.store.begin().await?;
         let owner = tx.token_owner(&hash).await?;
         tx.commit().await?;
-        Ok(owner.map(|o| Actor::from_user(&o.user, crate::auth::Source::Api)))
+        Ok(match owner {
+            None => Err(TokenRefused::Unknown),
+            Some(TokenOwner {
+                expired_at: Some(at_ms),
+                ..
+            }) => Err(TokenRefused::Expired { at_ms }),
+            Some(owner) => {
+                let actor = Actor::from_user(&owner.user, crate::auth::Source::Api);
+                Ok(if owner.read_only {
+                    actor.reading_only()
+                } else {
+                    actor
+                })
+            }
+        })
     }
 
     /// At first start with no user at all: an `admin` with a random password, returned
@@ -116,12 +137,23 @@ impl Control {
     }
 }
 
+/// Why a presented access token is refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TokenRefused {
+    /// No such token, revoked, or its user disabled.
+    Unknown,
+    Expired {
+        at_ms: i64,
+    },
+}
+
 /// A new token for `username` in `tx`, with its audit event: its id and text.
 pub(super) async fn insert_token(
     tx: &mut Tx,
     actor: &Actor,
     username: &str,
     label: &str,
+    terms: TokenTerms,
 ) -> ControlResult<(String, SecretString)> {
     let username = Username::parse(username).map_err(|_| ControlError::NotFound("user"))?;
     let user = tx
@@ -138,7 +170,7 @@ pub(super) async fn insert_token(
     }
     let secret = Secret::generate(SecretKind::AccessToken);
     let token_id = tx
-        .insert_access_token(&user.id, label, &secret.hash)
+        .insert_access_token(&user.id, label, &secret.hash, terms)
         .await?;
     tx.record_audit(AuditEntry {
         actor: actor.author(),
@@ -147,7 +179,12 @@ pub(super) async fn insert_token(
         entity_id: &token_id,
         action: "create",
         before: None,
-        after: Some(json!({"user": user.username, "label": label})),
+        after: Some(json!({
+            "user": user.username,
+            "label": label,
+            "expires_at": terms.expires_ms.map(rfc3339),
+            "read_only": terms.read_only,
+        })),
     })
     .await?;
     Ok((token_id, secret.plain))

@@ -7,6 +7,23 @@ pub struct AccessTokenRecord {
     pub label: String,
     pub created_ms: i64,
     pub last_used_ms: Option<i64>,
+    /// When it stops working by itself; `None`: never.
+    pub expires_ms: Option<i64>,
+    /// 1: it only reads, whatever its owner may do.
+    pub read_only: i64,
+}
+
+impl AccessTokenRecord {
+    pub fn is_read_only(&self) -> bool {
+        self.read_only != 0
+    }
+}
+
+/// What a new token may do, and until when.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TokenTerms {
+    pub expires_ms: Option<i64>,
+    pub read_only: bool,
 }
 
 /// The user behind a personal access token.
@@ -14,6 +31,10 @@ pub struct AccessTokenRecord {
 pub struct TokenOwner {
     pub token_id: String,
     pub user: UserRecord,
+    /// The token only reads, whatever the user may do.
+    pub read_only: bool,
+    /// When the token expired, if it has: it acts for no one then.
+    pub expired_at: Option<i64>,
 }
 
 #[derive(sqlx::FromRow)]
@@ -25,6 +46,8 @@ struct OwnerRow {
     is_admin: i64,
     disabled: i64,
     created_ms: i64,
+    read_only: i64,
+    expires_ms: Option<i64>,
 }
 
 /// Tokens are marked used at most this often, so the admin API does not write per request.
@@ -37,27 +60,33 @@ impl Tx {
         user_id: &str,
         label: &str,
         token_hash: &str,
+        terms: TokenTerms,
     ) -> StoreResult<String> {
         let id = new_id();
         sqlx::query(self.sql(
-            "INSERT INTO access_tokens (id, user_id, label, token_hash, created_ms) VALUES (?, ?, ?, ?, ?)",
+            "INSERT INTO access_tokens (id, user_id, label, token_hash, created_ms, expires_ms, \
+             read_only) VALUES (?, ?, ?, ?, ?, ?, ?)",
         ))
         .bind(&id)
         .bind(user_id)
         .bind(label)
         .bind(token_hash)
         .bind(now_ms())
+        .bind(terms.expires_ms)
+        .bind(i64::from(terms.read_only))
         .execute(&mut *self.inner)
         .await?;
         Ok(id)
     }
 
-    /// The enabled user owning a live token with this hash, marking the token used.
+    /// The enabled user owning an unrevoked token with this hash, marking the token used
+    /// unless it has expired (then `expired_at` says when).
     #[tracing::instrument(level = "debug", skip_all)]
     pub async fn token_owner(&mut self, token_hash: &str) -> StoreResult<Option<TokenOwner>> {
         let row: Option<OwnerRow> = sqlx::query_as(self.sql(
             "SELECT t.id AS token_id, u.id, u.username, u.password_hash, u.is_admin, u.disabled, \
-             u.created_ms FROM access_tokens t JOIN users u ON u.id = t.user_id \
+             u.created_ms, t.read_only, t.expires_ms FROM access_tokens t \
+             JOIN users u ON u.id = t.user_id \
              WHERE t.token_hash = ? AND t.revoked_ms IS NULL AND u.disabled = 0",
         ))
         .bind(token_hash)
@@ -65,16 +94,21 @@ impl Tx {
         .await?;
         let Some(row) = row else { return Ok(None) };
         let now = now_ms();
-        sqlx::query(self.sql(
-            "UPDATE access_tokens SET last_used_ms = ? WHERE id = ? \
-             AND (last_used_ms IS NULL OR last_used_ms < ?)",
-        ))
-        .bind(now)
-        .bind(&row.token_id)
-        .bind(now - TOUCH_EVERY_MS)
-        .execute(&mut *self.inner)
-        .await?;
+        let expired_at = row.expires_ms.filter(|&at| at <= now);
+        if expired_at.is_none() {
+            sqlx::query(self.sql(
+                "UPDATE access_tokens SET last_used_ms = ? WHERE id = ? \
+                 AND (last_used_ms IS NULL OR last_used_ms < ?)",
+            ))
+            .bind(now)
+            .bind(&row.token_id)
+            .bind(now - TOUCH_EVERY_MS)
+            .execute(&mut *self.inner)
+            .await?;
+        }
         Ok(Some(TokenOwner {
+            read_only: row.read_only != 0,
+            expired_at,
             token_id: row.token_id,
             user: UserRecord {
                 id: row.id,
@@ -94,7 +128,7 @@ impl Tx {
         user_id: &str,
     ) -> StoreResult<Vec<AccessTokenRecord>> {
         Ok(sqlx::query_as(self.sql(
-            "SELECT id, label, created_ms, last_used_ms FROM access_tokens \
+            "SELECT id, label, created_ms, last_used_ms, expires_ms, read_only FROM access_tokens \
              WHERE user_id = ? AND revoked_ms IS NULL ORDER BY created_ms, id",
         ))
         .bind(user_id)
@@ -111,7 +145,7 @@ impl Tx {
         token_id: &str,
     ) -> StoreResult<Option<AccessTokenRecord>> {
         let before: Option<AccessTokenRecord> = sqlx::query_as(self.sql(
-            "SELECT id, label, created_ms, last_used_ms FROM access_tokens \
+            "SELECT id, label, created_ms, last_used_ms, expires_ms, read_only FROM access_tokens \
              WHERE user_id = ? AND id = ? AND revoked_ms IS NULL",
         ))
         .bind(user_id)

@@ -26,7 +26,7 @@ use secrecy::{ExposeSecret, SecretString};
 use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
 use sqlx::{Any, AnyConnection, AnyPool, AssertSqlSafe, Connection, Transaction};
 
-pub use access_tokens::{AccessTokenRecord, TokenOwner};
+pub use access_tokens::{AccessTokenRecord, TokenOwner, TokenTerms};
 pub use api_keys::{ApiKeyRecord, KeyGrant, REVOKED_KEYS_KEPT_MS};
 pub use apps::AppRecord;
 pub use audit::{AUDIT_EXPORT_MAX, AuditChoices, AuditEntry, AuditFilter, AuditRecord, Author};

@@ -78,6 +78,36 @@ async fn migrate_then_create_an_admin_and_a_token_that_works() {
     expect_status(r, StatusCode::CREATED).await;
     let events = app.audit("?app=cli-made").await;
     assert_eq!(events[0]["actor"], "root");
+    // A read-only token of the same admin reads and changes nothing.
+    let out = ratekeeper(
+        &db,
+        &[
+            "token",
+            "create",
+            "root",
+            "--label",
+            "dash",
+            "--read-only",
+            "--expires-at",
+            "2099-01-01T00:00:00Z",
+        ],
+        "",
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let reader = text(&out.stdout).trim().to_owned();
+    expect_status(
+        app.get("/api/v1/apps/cli-made", &reader).await,
+        StatusCode::OK,
+    )
+    .await;
+    let r = app
+        .post(
+            "/api/v1/apps",
+            &reader,
+            json!({"slug": "nope", "name": "No"}),
+        )
+        .await;
+    expect_status(r, StatusCode::FORBIDDEN).await;
     // The CLI's own changes are audited too, with the operator as actor.
     let users = app.audit("?user=cli").await;
     assert!(
@@ -114,6 +144,32 @@ async fn user_create_refuses_bad_input_clearly() {
     let out = ratekeeper(&db, &["token", "create", "nobody"], "");
     assert!(!out.status.success());
     assert!(text(&out.stderr).contains("no user named \"nobody\""));
+    assert!(out.stdout.is_empty());
+
+    let out = ratekeeper(
+        &db,
+        &["token", "create", "ann", "--expires-at", "tomorrow"],
+        "",
+    );
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("expires_at"),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = ratekeeper(
+        &db,
+        &[
+            "token",
+            "create",
+            "ann",
+            "--expires-at",
+            "2001-01-01T00:00:00Z",
+        ],
+        "",
+    );
+    assert!(!out.status.success());
+    assert!(text(&out.stderr).contains("must be in the future"));
     assert!(out.stdout.is_empty());
 }
 

@@ -5,6 +5,7 @@ use std::str::FromStr;
 
 use ratekeeper::auth::Actor;
 use ratekeeper::config::Settings;
+use ratekeeper::control::TokenInput;
 use ratekeeper::startup::{Application, Core};
 use reqwest::{Response, StatusCode};
 use secrecy::{ExposeSecret, SecretString};
@@ -74,7 +75,7 @@ pub async fn spawn_app_until(
     );
     let token = core
         .control
-        .create_token(&Actor::operator(), "admin", "tests")
+        .create_token(&Actor::operator(), "admin", &tests_token())
         .await
         .expect("token for the admin");
     let url = settings.redis_url.expose_secret();
@@ -206,8 +207,15 @@ impl TestApp {
                 .await;
             expect_status(r, StatusCode::OK).await;
         }
-        core.control
-            .create_token(&Actor::operator(), name, "tests")
+        self.token_for(name, &tests_token()).await
+    }
+
+    /// A new personal access token of the user `name`, as `input` asks.
+    pub async fn token_for(&self, name: &str, input: &TokenInput) -> String {
+        self.core()
+            .await
+            .control
+            .create_token(&Actor::operator(), name, input)
             .await
             .unwrap()
             .expose_secret()
@@ -357,4 +365,12 @@ pub async fn expect_problem(response: Response, status: StatusCode) -> Value {
             .starts_with("urn:ratekeeper:problem:")
     );
     body
+}
+
+/// The terms of the tokens the tests act with: labelled, never expiring, not read-only.
+fn tests_token() -> TokenInput {
+    TokenInput {
+        label: Some("tests".to_owned()),
+        ..TokenInput::default()
+    }
 }

@@ -1,6 +1,6 @@
 //! API keys (listed, granted, revoked, touched) and personal access tokens.
 
-use ratekeeper::store::{KeyGrant, StoreError};
+use ratekeeper::store::{KeyGrant, StoreError, TokenTerms};
 
 use super::{add_app, add_user, fresh_store};
 use crate::helpers::*;
@@ -144,9 +144,31 @@ async fn an_access_token_names_its_user(db: Db) {
     let mut tx = store.begin().await.unwrap();
     let ann = add_user(&mut tx, "ann").await;
     let token_id = tx
-        .insert_access_token(&ann.id, "laptop", &"d".repeat(64))
+        .insert_access_token(&ann.id, "laptop", &"d".repeat(64), TokenTerms::default())
         .await
         .unwrap();
+    // A read-only token that expired a second ago, and one that expires in an hour.
+    let now = ratekeeper::store::now_ms();
+    let read_only_until = |expires_ms| TokenTerms {
+        expires_ms: Some(expires_ms),
+        read_only: true,
+    };
+    tx.insert_access_token(
+        &ann.id,
+        "gone",
+        &"f".repeat(64),
+        read_only_until(now - 1000),
+    )
+    .await
+    .unwrap();
+    tx.insert_access_token(
+        &ann.id,
+        "ci",
+        &"a".repeat(64),
+        read_only_until(now + 3_600_000),
+    )
+    .await
+    .unwrap();
     tx.commit().await.unwrap();
 
     let mut tx = store.begin().await.unwrap();
@@ -158,7 +180,23 @@ async fn an_access_token_names_its_user(db: Db) {
     assert_eq!(owner.token_id, token_id);
     assert_eq!(owner.user.id, ann.id);
     assert_eq!(owner.user.username, "ann");
+    assert_eq!((owner.read_only, owner.expired_at), (false, None));
     assert!(tx.token_owner(&"e".repeat(64)).await.unwrap().is_none());
+    let gone = tx.token_owner(&"f".repeat(64)).await.unwrap().unwrap();
+    assert_eq!((gone.read_only, gone.expired_at), (true, Some(now - 1000)));
+    let ci = tx.token_owner(&"a".repeat(64)).await.unwrap().unwrap();
+    assert_eq!((ci.read_only, ci.expired_at), (true, None));
+    // Listed with their terms, the expired one too until it is revoked.
+    let listed: Vec<(String, Option<i64>, bool)> = tx
+        .list_access_tokens(&ann.id)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|t| (t.label.clone(), t.expires_ms, t.is_read_only()))
+        .collect();
+    assert_eq!(listed.len(), 3, "{listed:?}");
+    assert!(listed.contains(&("laptop".to_owned(), None, false)));
+    assert!(listed.contains(&("gone".to_owned(), Some(now - 1000), true)));
     tx.commit().await.unwrap();
 }
 on_every_backend!(access_tokens, an_access_token_names_its_user);
