@@ -11,6 +11,7 @@ pub mod console;
 pub mod control;
 pub mod domain;
 pub mod grpc;
+pub mod notify;
 pub mod policy_file;
 pub mod snapshot;
 pub mod startup;
