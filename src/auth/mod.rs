@@ -1,7 +1,8 @@
 //! Who is calling, and what they may do: secrets (keys, tokens), passwords, and the one
 //! set of permission rules that the JSON API, the CLI and the console share; sign-in
-//! attempts limited (`sign_in`).
+//! attempts limited (`sign_in`); signing in through an OpenID provider (`oidc`).
 
+pub mod oidc;
 mod password;
 mod permissions;
 mod secrets;

@@ -1,0 +1,7 @@
+//! Signing in through the company's OpenID Connect provider (authorization code with
+//! PKCE), being built (not yet offered): `request` is the first leg (what the browser is
+//! sent to the provider with, and what the server keeps until it returns), `claims` the
+//! checks of the ID token's claims once its signature has been verified.
+
+pub mod claims;
+pub mod request;
