@@ -89,10 +89,10 @@ impl IdClaims {
         if (self.aud.is_many() || self.azp.is_some()) && self.azp.as_deref() != Some(client_id) {
             return Err(ClaimsRefused::AuthorizedParty(self.azp.clone()));
         }
-        if self.exp + LEEWAY_S <= now_s {
+        if self.exp.saturating_add(LEEWAY_S) <= now_s {
             return Err(ClaimsRefused::Expired(self.exp));
         }
-        if self.iat - LEEWAY_S > now_s {
+        if self.iat.saturating_sub(LEEWAY_S) > now_s {
             return Err(ClaimsRefused::IssuedLater(self.iat));
         }
         if self.nonce.as_deref() != Some(nonce) {
