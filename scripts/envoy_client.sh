@@ -90,24 +90,10 @@ token="$("$BIN" token create envoy 2>>"$tmp/server.log")"
 "$BIN" serve >>"$tmp/server.log" 2>&1 &
 server_pid=$!
 
-# listening MESSAGE: the address the server logged with MESSAGE, once it has.
-listening() {
-    python3 - "$tmp/server.log" "$1" <<'PY'
-import json, sys
-for line in open(sys.argv[1], errors="replace"):
-    try:
-        fields = json.loads(line).get("fields", {})
-    except ValueError:
-        continue
-    if fields.get("message") == sys.argv[2]:
-        print(fields["address"])
-        break
-PY
-}
 http="" grpc=""
 for _ in $(seq 1 200); do
-    http="$(listening "ratekeeper listening")"
-    grpc="$(listening "ratekeeper gRPC (Envoy rate limit service) listening")"
+    http="$(python3 scripts/logged_address.py "$tmp/server.log" "ratekeeper listening")"
+    grpc="$(python3 scripts/logged_address.py "$tmp/server.log" "ratekeeper gRPC (Envoy rate limit service) listening")"
     [[ -n $http && -n $grpc ]] && curl -fsS "http://$http/healthz" >/dev/null 2>&1 && break
     kill -0 "$server_pid" 2>/dev/null || break
     sleep 0.1

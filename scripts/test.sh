@@ -64,6 +64,10 @@ count_fuzz() {
 count_envoy() {
     awk '/^envoy: tests: / { p += $3; f += $5 } END { print p + 0, f + 0 }' "$1"
 }
+# count_webhooks LOG: scripts/webhooks.sh's closing count of its tests.
+count_webhooks() {
+    awk '/^webhooks: tests: / { p += $3; f += $5 } END { print p + 0, f + 0 }' "$1"
+}
 # count_clients LOG: scripts/clients.sh's closing count of its tests (each library's, and
 # the quick starts).
 count_clients() {
@@ -277,12 +281,16 @@ bin="$(cd "${CARGO_TARGET_DIR:-target}" && pwd)/debug/ratekeeper"
     exit 1
 }
 export RK_FUZZ_BIN="$bin" RK_E2E_BIN="$bin" RK_ENVOY_BIN="$bin" RK_CLIENTS_BIN="$bin" RK_SOAK_BIN="$bin"
+export RK_WEBHOOKS_BIN="$bin"
 
 step "fuzz both APIs from their OpenAPI document (schemathesis): no 5xx"
 run_stage fuzz count_fuzz scripts/fuzz.sh
 
 step "Envoy's rate limit service asked by Envoy's own messages (envoy-data-plane): scripts/envoy_client.sh"
 run_stage envoy count_envoy scripts/envoy_client.sh
+
+step "webhooks from three instances, verified by the specification's library (standardwebhooks): scripts/webhooks.sh"
+run_stage webhooks count_webhooks scripts/webhooks.sh
 
 step "client libraries (clients/*): their checks, the conformance scenarios and the quick starts: scripts/clients.sh"
 run_stage clients count_clients scripts/clients.sh

@@ -42,6 +42,12 @@ pub struct Settings {
     pub console_concurrency: Option<usize>,
     /// Log as JSON lines instead of human-readable text.
     pub log_json: bool,
+    /// Webhooks may be sent to loopback and private addresses (tests, private networks);
+    /// otherwise such a receiver is refused, as a guard against request forgery.
+    pub webhook_allow_private: bool,
+    /// The console's address as its users reach it (`https://ratekeeper.example.com`):
+    /// events link to their policy's page under it. Defaults to `http://` and `listen`.
+    pub public_url: Option<String>,
 }
 
 /// The defaults, as a serialisable mirror of [`Settings`] (secrets are plain here because
@@ -57,6 +63,7 @@ struct Defaults {
     redis_state: RedisState,
     database_timeout_ms: u64,
     log_json: bool,
+    webhook_allow_private: bool,
 }
 
 /// Where a global token bucket's state is written (`crates/limiter/lua/lib/
@@ -80,6 +87,7 @@ const DEFAULTS: Defaults = Defaults {
     redis_state: RedisState::Packed,
     database_timeout_ms: 1000,
     log_json: false,
+    webhook_allow_private: false,
 };
 
 #[derive(Debug, thiserror::Error)]
@@ -146,7 +154,28 @@ impl Settings {
         if self.console_concurrency == Some(0) {
             return Err(invalid("console_concurrency", "must be at least 1"));
         }
+        if let Some(public) = &self.public_url
+            && !url::Url::parse(public)
+                .is_ok_and(|u| matches!(u.scheme(), "http" | "https") && u.host().is_some())
+        {
+            return Err(invalid(
+                "public_url",
+                "must be an http or https URL, e.g. https://ratekeeper.example.com",
+            ));
+        }
         Ok(())
+    }
+
+    /// The console's address as users reach it, without a trailing slash; `port` is the
+    /// one bound, for the default made of `listen`.
+    pub fn public_base(&self, port: u16) -> String {
+        match &self.public_url {
+            Some(public) => public.trim_end_matches('/').to_owned(),
+            None => {
+                let host = self.listen.rsplit_once(':').map_or("127.0.0.1", |(h, _)| h);
+                format!("http://{host}:{port}")
+            }
+        }
     }
 
     pub fn sync_interval(&self) -> Duration {

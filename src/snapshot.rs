@@ -236,6 +236,18 @@ impl Snapshot {
         self.policies.load().by_name.get(name).map(|p| p.0.clone())
     }
 
+    /// The policies some applications own (for the webhook watcher, off the hot path: it
+    /// walks every policy).
+    pub fn policies_owned_by(&self, apps: &[&str]) -> Vec<Arc<PolicyEntry>> {
+        self.policies
+            .load()
+            .by_name
+            .iter()
+            .filter(|p| apps.contains(&p.0.owner_app.as_str()))
+            .map(|p| p.0.clone())
+            .collect()
+    }
+
     pub fn keys_read_ms(&self) -> i64 {
         self.keys_read_ms.load(Ordering::Relaxed)
     }

@@ -13,13 +13,15 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::acquire::DenialCache;
-use crate::acquire::{Acquirer, Protocol, TallyRegistry, run_flusher};
+use crate::acquire::{Acquirer, FlushedDenials, Protocol, TallyRegistry, run_flusher};
 use crate::api;
 use crate::auth::LocalBuckets;
 use crate::config::{RedisState, Settings};
 use crate::console;
 use crate::control::Control;
 use crate::grpc::{GrpcFrontEnd, MakeLimiter, RateLimiter};
+use crate::notify::sender::Sender;
+use crate::notify::watcher::Watcher;
 use crate::snapshot::Snapshot;
 use crate::state::AppState;
 use crate::store::Store;
@@ -87,7 +89,8 @@ impl Core {
             metrics.clone(),
             settings.sync_interval(),
         );
-        let control = Control::new(store.clone(), sync.clone(), limiter.clone());
+        let control = Control::new(store.clone(), sync.clone(), limiter.clone())
+            .allowing_private_receivers(settings.webhook_allow_private);
         Ok(Self {
             store,
             limiter,
@@ -141,6 +144,8 @@ pub struct Application {
     sync_task: JoinHandle<()>,
     listener_task: JoinHandle<()>,
     flusher_task: JoinHandle<()>,
+    /// The webhook watcher and sender.
+    notify_tasks: [JoinHandle<()>; 2],
     shutdown: CancellationToken,
     store: Store,
 }
@@ -183,12 +188,36 @@ impl Application {
                 .clone()
                 .run(settings.sync_interval(), shutdown.clone()),
         );
+        let denials_flushed = Arc::new(FlushedDenials::default());
         let flusher_task = tokio::spawn(run_flusher(
             core.tallies.clone(),
             core.background.clone(),
             core.snapshot.clone(),
+            denials_flushed.clone(),
             shutdown.clone(),
         ));
+        // Webhooks: events found in what the flusher took, and sent from the outbox. Their
+        // statements count as the background's, apart from the pages' and requests'.
+        let background_store = core
+            .store
+            .clone()
+            .counting_into(core.metrics.sql_statements_of("background"));
+        let sender = Sender::new(
+            background_store.clone(),
+            settings.public_base(port),
+            settings.webhook_allow_private,
+        );
+        let watcher = Watcher {
+            store: background_store,
+            limiter: core.background.clone(),
+            snapshot: core.snapshot.clone(),
+            denials: denials_flushed,
+            wake: sender.wake.clone(),
+        };
+        let notify_tasks = [
+            tokio::spawn(watcher.run(shutdown.clone())),
+            tokio::spawn(sender.run(shutdown.clone())),
+        ];
         let state = web::Data::new(AppState {
             control: core.control,
             limiter: core.limiter.clone(),
@@ -247,6 +276,7 @@ impl Application {
             sync_task,
             listener_task,
             flusher_task,
+            notify_tasks,
             shutdown,
             store: core.store,
         })
@@ -282,6 +312,9 @@ impl Application {
         self.sync_task.await?;
         self.listener_task.await?;
         self.flusher_task.await?;
+        for task in self.notify_tasks {
+            task.await?;
+        }
         self.store.close().await;
         Ok(())
     }

@@ -3,7 +3,7 @@
 //! sum over all instances per minute.
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
@@ -12,6 +12,34 @@ use crate::snapshot::Snapshot;
 use ratekeeper_limiter::{AppFlush, Limiter, PolicyFlush, TopBatch};
 
 use super::{AppRefusals, Taken, TallyRegistry};
+
+/// The policies that denied since the webhook watcher last looked, with how many, as the
+/// flusher takes them from the tallies (the watcher turns them into episodes).
+#[derive(Debug, Default)]
+pub struct FlushedDenials {
+    denied: Mutex<HashMap<String, u64>>,
+}
+
+/// Policies whose denials are held for the watcher at most (a watcher that stopped
+/// taking them must not make this grow without end).
+const DENIALS_HELD: usize = 100_000;
+
+impl FlushedDenials {
+    fn add(&self, taken: &[Taken]) {
+        let mut denied = self.denied.lock().expect("denials lock");
+        for t in taken.iter().filter(|t| t.counts.denied > 0) {
+            if denied.len() >= DENIALS_HELD && !denied.contains_key(&t.policy) {
+                continue;
+            }
+            *denied.entry(t.policy.clone()).or_default() += t.counts.denied;
+        }
+    }
+
+    /// What was held, emptied.
+    pub fn take(&self) -> HashMap<String, u64> {
+        std::mem::take(&mut *self.denied.lock().expect("denials lock"))
+    }
+}
 
 /// How often an instance adds its counts to Redis.
 const FLUSH_EVERY: Duration = Duration::from_secs(2);
@@ -105,6 +133,7 @@ pub async fn run_flusher(
     tallies: Arc<TallyRegistry>,
     limiter: Limiter,
     snapshot: Arc<Snapshot>,
+    denials: Arc<FlushedDenials>,
     shutdown: CancellationToken,
 ) {
     let mut ticker = tokio::time::interval(FLUSH_EVERY);
@@ -119,6 +148,7 @@ pub async fn run_flusher(
         };
         let minute = unix_minute_now();
         let mut taken = tallies.take();
+        denials.add(&taken);
         add_held(&mut taken, &mut held);
         let apps = per_app(&taken, tallies.take_app_refusals(), &snapshot);
         // Applications with nothing but acquires that named no policy: no policy chunk

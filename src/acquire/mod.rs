@@ -20,7 +20,7 @@ pub use all::{AcquiredAll, AllItem, AllRefused};
 pub use blocked::BLOCKED_RETRY_AFTER_MS;
 pub use caller::{Partition, partition_of};
 pub use denials::DenialCache;
-pub use flusher::{run_flusher, unix_minute_now};
+pub use flusher::{FlushedDenials, run_flusher, unix_minute_now};
 pub use new_keys::announcement;
 pub use outcome::{Acquired, KeyRefused, Outcome, REVOKED, Refusal};
 pub use protocol::Protocol;

@@ -33,6 +33,10 @@ mod reveal;
 mod tokens;
 mod users;
 mod views;
+mod webhooks;
+pub use webhooks::{
+    AttemptView, CreatedWebhook, DEFAULT_QUIET_PERIOD_S, DeliveryView, WebhookInput, WebhookView,
+};
 
 pub use accounts::{NewSession, SESSION_LIFETIME_MS, UserFlags};
 pub use buckets::{TOP_MAX_MINUTES, TopCallers};
@@ -125,6 +129,8 @@ pub struct Control {
     store: Store,
     sync: Syncer,
     limiter: Limiter,
+    /// Webhooks may be sent to loopback and private addresses (tests, private networks).
+    allow_private_receivers: bool,
 }
 
 impl Control {
@@ -133,7 +139,14 @@ impl Control {
             store,
             sync,
             limiter,
+            allow_private_receivers: false,
         }
+    }
+
+    /// Lets webhooks be sent to loopback and private addresses.
+    pub fn allowing_private_receivers(mut self, allow: bool) -> Self {
+        self.allow_private_receivers = allow;
+        self
     }
 
     pub fn store(&self) -> &Store {

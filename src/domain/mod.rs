@@ -6,9 +6,11 @@ mod places;
 mod query_text;
 mod role;
 mod serde_words;
+mod webhook_event;
 
 pub use places::place_in_words;
 pub use query_text::non_utf8_field;
 pub use ratekeeper_limiter::domain::*;
 pub use role::{GlobalRole, MemberRole};
 pub use serde_words::in_plain_words;
+pub use webhook_event::WebhookEvent;

@@ -1,6 +1,7 @@
 use serde::Serialize;
 
 use super::{StoreResult, Tx, now_ms};
+use crate::domain::WebhookEvent;
 
 /// Who made a change, and from where.
 #[derive(Debug, Clone, Copy)]
@@ -90,23 +91,46 @@ fn visible_clause(query: &mut String, binds: &mut Vec<Bind>, apps: Option<&[Stri
 impl Tx {
     #[tracing::instrument(level = "debug", skip_all, fields(entity = entry.entity_type, action = entry.action))]
     pub async fn record_audit(&mut self, entry: AuditEntry<'_>) -> StoreResult<()> {
-        let text = |v: Option<serde_json::Value>| v.map(|v| v.to_string());
+        let text = |v: &Option<serde_json::Value>| v.as_ref().map(|v| v.to_string());
+        let at_ms = now_ms();
         sqlx::query(self.sql(
             "INSERT INTO audit_events (at_ms, actor, app_slug, entity_type, entity_id, action, \
              before_json, after_json, source, change_set) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         ))
-        .bind(now_ms())
+        .bind(at_ms)
         .bind(entry.actor.name)
         .bind(entry.app_slug)
         .bind(entry.entity_type)
         .bind(entry.entity_id)
         .bind(entry.action)
-        .bind(text(entry.before))
-        .bind(text(entry.after))
+        .bind(text(&entry.before))
+        .bind(text(&entry.after))
         .bind(entry.actor.source)
         .bind(entry.actor.change_set)
         .execute(&mut *self.inner)
         .await?;
+        // A policy's change is told to the application's webhooks from the same record,
+        // in the same transaction: no change without its event, no event without it.
+        if entry.entity_type == "policy"
+            && let Some(app) = entry.app_slug
+        {
+            let data = serde_json::json!({
+                "application": app,
+                "policy": entry.entity_id,
+                "actor": entry.actor.name,
+                "source": entry.actor.source,
+                "action": entry.action,
+                "before": entry.before,
+                "after": entry.after,
+            });
+            self.enqueue_event(
+                app,
+                WebhookEvent::Changed.as_str(),
+                &data.to_string(),
+                at_ms,
+            )
+            .await?;
+        }
         Ok(())
     }
 

@@ -15,6 +15,7 @@ mod policy_rows;
 mod policy_versions;
 mod sessions;
 mod users;
+mod webhooks;
 
 use std::borrow::Cow;
 use std::str::FromStr;
@@ -36,6 +37,9 @@ pub use policy_rows::{PolicyBrief, PolicyRecord};
 pub use policy_versions::PolicyVersionRecord;
 pub use sessions::SessionRecord;
 pub use users::UserRecord;
+pub use webhooks::{
+    AttemptRecord, DeliveryRecord, DueDelivery, NewWebhook, WatchingWebhook, WebhookRecord,
+};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Backend {

@@ -248,7 +248,7 @@ async fn a_redis_outage_fails_closed_or_open_as_the_policy_says() {
 
 /// Every operation the server serves under `/v1/` and `/api/v1/` (`api::routes`), with
 /// the path as the OpenAPI document spells it.
-const API_OPERATIONS: [(&str, &str); 27] = [
+const API_OPERATIONS: [(&str, &str); 32] = [
     ("post", "/v1/acquire"),
     ("post", "/v1/release"),
     ("post", "/v1/refund"),
@@ -262,6 +262,14 @@ const API_OPERATIONS: [(&str, &str); 27] = [
     ("post", "/api/v1/apps/{slug}/keys/{id}/rotate"),
     ("put", "/api/v1/apps/{slug}/members/{username}"),
     ("delete", "/api/v1/apps/{slug}/members/{username}"),
+    ("post", "/api/v1/apps/{slug}/webhooks"),
+    ("get", "/api/v1/apps/{slug}/webhooks"),
+    ("delete", "/api/v1/apps/{slug}/webhooks/{id}"),
+    ("post", "/api/v1/apps/{slug}/webhooks/{id}/rotate-secret"),
+    (
+        "post",
+        "/api/v1/apps/{slug}/webhooks/{id}/deliveries/{delivery}/send-again",
+    ),
     ("get", "/api/v1/policies"),
     ("post", "/api/v1/policies"),
     ("get", "/api/v1/policies/{name}"),
@@ -552,6 +560,7 @@ async fn health_metrics_and_openapi_answer() {
             .replace("{slug}", "shop")
             .replace("{id}", "0123456789abcdef")
             .replace("{username}", "olga")
+            .replace("{delivery}", "msg_0123456789abcdef")
             .replace("{name}", "orders.create");
         for method in METHODS {
             let listed = API_OPERATIONS

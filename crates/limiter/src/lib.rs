@@ -17,7 +17,8 @@ mod policy_config;
 
 pub use client::{KeySpace, Limiter, LimiterError, RedisConn, StateKey, functions, scripts};
 pub use counts::{
-    AppFlush, CallerCount, MinuteCounts, PolicyFlush, TopBatch, TopByOutcome, UsageSpan,
+    AppFlush, CallerCount, Denied, EpisodeChange, MinuteCounts, Nearness, PolicyFlush, TopBatch,
+    TopByOutcome, Transition, UsageSpan,
 };
 pub use decide::reply::Code;
 pub use decide::{

@@ -8,6 +8,7 @@ pub(super) mod apps;
 pub(super) mod audit;
 pub(super) mod export;
 pub(super) mod policies;
+pub(super) mod webhooks;
 
 use actix_web::middleware::Compress;
 use actix_web::{guard, web};
@@ -43,6 +44,26 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
             .service(
                 resource("/apps/{slug}/keys/{id}/rotate", "POST")
                     .route(web::post().to(app_lifecycle::rotate_key)),
+            )
+            .service(
+                resource("/apps/{slug}/webhooks", "GET, POST")
+                    .route(web::post().to(webhooks::create_webhook))
+                    .route(web::get().to(webhooks::list_webhooks)),
+            )
+            .service(
+                resource("/apps/{slug}/webhooks/{id}", "DELETE")
+                    .route(web::delete().to(webhooks::delete_webhook)),
+            )
+            .service(
+                resource("/apps/{slug}/webhooks/{id}/rotate-secret", "POST")
+                    .route(web::post().to(webhooks::rotate_secret)),
+            )
+            .service(
+                resource(
+                    "/apps/{slug}/webhooks/{id}/deliveries/{delivery}/send-again",
+                    "POST",
+                )
+                .route(web::post().to(webhooks::send_again)),
             )
             .service(
                 resource("/apps/{slug}/members/{username}", "PUT, DELETE")

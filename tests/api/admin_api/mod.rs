@@ -29,6 +29,7 @@ mod policy_history;
 mod policy_permissions;
 mod policy_validation;
 mod simultaneous_requests;
+mod webhooks;
 
 async fn put(app: &TestApp, path: &str, token: &str, body: Value) -> Response {
     app.send("PUT", path, token, Some(body)).await

@@ -7,13 +7,15 @@
 //! - `browser`: a browser on the console (`Browser`), signing in and posting forms;
 //! - `processes`: servers of the test's own to take down (Redis, a cluster, a TCP proxy);
 //! - `tls_proxy`: a CA of the test's own and TLS terminated in front of the server;
-//! - `pausing_proxy`: an HTTP proxy that holds a request back until the test lets it go.
+//! - `pausing_proxy`: an HTTP proxy that holds a request back until the test lets it go;
+//! - `receiver`: a webhook receiver that keeps what it gets and fails when told to.
 
 mod app;
 mod browser;
 mod html;
 mod pausing_proxy;
 mod processes;
+mod receiver;
 mod services;
 mod tls_proxy;
 
@@ -22,6 +24,7 @@ pub use browser::*;
 pub use html::*;
 pub use pausing_proxy::*;
 pub use processes::*;
+pub use receiver::*;
 pub use services::*;
 pub use tls_proxy::*;
 

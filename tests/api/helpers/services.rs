@@ -135,6 +135,9 @@ pub fn settings(database_url: &str, redis_url: &str, prefix: &str) -> Settings {
         workers: Some(1),
         console_concurrency: None,
         log_json: false,
+        // The tests' receivers listen on loopback.
+        webhook_allow_private: true,
+        public_url: None,
     }
 }
 

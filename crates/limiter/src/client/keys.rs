@@ -165,6 +165,14 @@ impl KeySpace {
         format!("{}:new_keys", self.prefix)
     }
 
+    /// The episodes webhooks report (see `counts::episodes`): the open ones, when each
+    /// began, and the policies near their limit. One hash tag: one script takes all three
+    /// on a cluster.
+    pub fn episodes(&self) -> [String; 3] {
+        ["episodes", "episode_starts", "near_limit"]
+            .map(|k| format!("{}:{{notify}}:{k}", self.prefix))
+    }
+
     /// The pub/sub channel on which instances announce changes to each other.
     pub fn changes_channel(&self) -> String {
         format!("{}:changes", self.prefix)

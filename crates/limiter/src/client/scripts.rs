@@ -138,6 +138,7 @@ lua_files!(
     "concurrency_acquire.lua",
     "concurrency_release.lua",
     "delete_if_stale.lua",
+    "episodes.lua",
     "fixed_window.lua",
     "flush_policies.lua",
     "gcra.lua",
@@ -184,6 +185,8 @@ macro_rules! script {
 
 // The flusher's counts of some policies: usage and top callers in one call.
 script!(FLUSH_POLICIES, ["flush_policies.lua"]);
+// The episodes webhooks report, changed once for every instance.
+script!(EPISODES, ["episodes.lua"]);
 // Every acquire reads Redis' clock with `lib/clock.lua`. Global policies: config and state
 // in the policy's hash (and a state key beside it). `lib/acquire_gate.lua` holds the
 // checks the algorithms beyond the token bucket share; `lib/<algorithm>.lua` each

@@ -1,0 +1,251 @@
+//! Every instance's watcher: every couple of seconds it passes the denials its flusher
+//! took (and, for webhooks that want it, how near their policies are to the limit) to the
+//! episodes kept in Redis, and writes an event for each change Redis answers it, for the
+//! webhook whose change it is. Redis answers each change to one caller, so however many
+//! instances watch, an episode is reported once. Off the acquire path: it reads what the
+//! flusher already took.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::json;
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+
+use ratekeeper_limiter::{
+    Denied, EpisodeChange, Limiter, LiveView, Nearness, StateRead, Transition,
+};
+
+use crate::acquire::{FlushedDenials, unix_minute_now};
+use crate::control::rfc3339;
+use crate::domain::{PolicyName, WebhookEvent};
+use crate::snapshot::Snapshot;
+use crate::store::{Store, WatchingWebhook, now_ms};
+
+/// How often the watcher looks: as often as the flusher writes.
+const LOOK_EVERY: Duration = Duration::from_secs(2);
+
+pub struct Watcher {
+    pub store: Store,
+    pub limiter: Limiter,
+    pub snapshot: Arc<Snapshot>,
+    pub denials: Arc<FlushedDenials>,
+    /// The sender's, woken when an event was written.
+    pub wake: Arc<Notify>,
+}
+
+/// The member of an episode: one webhook's view of one policy.
+fn member(webhook: &str, policy: &str) -> String {
+    format!("{webhook} {policy}")
+}
+
+impl Watcher {
+    pub async fn run(self, shutdown: CancellationToken) {
+        let mut ticker = tokio::time::interval(LOOK_EVERY);
+        loop {
+            tokio::select! {
+                () = shutdown.cancelled() => return,
+                _ = ticker.tick() => {}
+            }
+            if let Err(e) = self.look().await {
+                tracing::warn!(error = format!("{e:#}"), "webhook events not looked for");
+            }
+        }
+    }
+
+    /// One look: the denials taken, the episodes changed, the events written.
+    pub async fn look(&self) -> anyhow::Result<()> {
+        let denied = self.denials.take();
+        let mut tx = self.store.begin_read().await?;
+        let hooks = tx.watching_webhooks().await?;
+        tx.commit().await?;
+        if hooks.is_empty() {
+            return Ok(());
+        }
+        let owner = |policy: &str| {
+            self.snapshot
+                .policy(policy)
+                .map(|p| p.owner_app.as_str().to_owned())
+        };
+        let mut denials: Vec<(String, i64)> = Vec::new();
+        for policy in denied.keys() {
+            let Some(app) = owner(policy) else { continue };
+            for hook in hooks
+                .iter()
+                .filter(|h| h.app_slug == app && tracks_episodes(h))
+            {
+                denials.push((member(&hook.id, policy), hook.quiet_period_ms));
+            }
+        }
+        let nearness = self.nearness(&hooks).await;
+        let changes = self
+            .limiter
+            .episodes(
+                &denials
+                    .iter()
+                    .map(|(m, quiet_ms)| Denied {
+                        member: m,
+                        quiet_ms: *quiet_ms,
+                    })
+                    .collect::<Vec<_>>(),
+                &nearness
+                    .iter()
+                    .map(|(m, near)| Nearness {
+                        member: m,
+                        near: *near,
+                    })
+                    .collect::<Vec<_>>(),
+            )
+            .await?;
+        if changes.is_empty() {
+            return Ok(());
+        }
+        self.write_events(&hooks, &changes).await
+    }
+
+    /// For each webhook that wants `policy.near_limit`, each global policy of its
+    /// application and whether it is below the webhook's threshold now (one Redis call).
+    async fn nearness(&self, hooks: &[WatchingWebhook]) -> Vec<(String, bool)> {
+        let wanting: Vec<&WatchingWebhook> = hooks
+            .iter()
+            .filter(|h| wants(h, WebhookEvent::NearLimit))
+            .collect();
+        if wanting.is_empty() {
+            return Vec::new();
+        }
+        let apps: Vec<&str> = wanting.iter().map(|h| h.app_slug.as_str()).collect();
+        let policies: Vec<_> = self
+            .snapshot
+            .policies_owned_by(&apps)
+            .into_iter()
+            .filter(|p| !p.scope().is_keyed())
+            .collect();
+        let names: Vec<(PolicyName, StateRead)> = policies
+            .iter()
+            .map(|p| (p.config.name.clone(), StateRead::FromHash))
+            .collect();
+        let views = match self.limiter.live_views(&names, unix_minute_now(), 1).await {
+            Ok(views) => views,
+            Err(e) => {
+                tracing::warn!(error = %e, "how near policies are to their limit not read");
+                return Vec::new();
+            }
+        };
+        let mut out = Vec::new();
+        for (policy, view) in policies.iter().zip(views) {
+            let Some(state) = view.ok().and_then(|v| v.state) else {
+                continue;
+            };
+            let left = state.current_permits / state.max_permits.max(1) as f64;
+            for hook in wanting
+                .iter()
+                .filter(|h| h.app_slug == policy.owner_app.as_str())
+            {
+                let name = policy.config.name.as_str();
+                out.push((member(&hook.id, name), left < hook.near_limit_below));
+            }
+        }
+        out
+    }
+
+    /// An event per change, for its webhook if it still wants it, with the counts of the
+    /// policy's last two minutes; one transaction, then the sender is woken.
+    async fn write_events(
+        &self,
+        hooks: &[WatchingWebhook],
+        changes: &[EpisodeChange],
+    ) -> anyhow::Result<()> {
+        let by_id: HashMap<&str, &WatchingWebhook> =
+            hooks.iter().map(|h| (h.id.as_str(), h)).collect();
+        let mut events = Vec::new();
+        for change in changes {
+            let Some((hook_id, policy)) = change.member.split_once(' ') else {
+                continue;
+            };
+            let event = match change.transition {
+                Transition::Denying => WebhookEvent::Denying,
+                Transition::Recovered => WebhookEvent::Recovered,
+                Transition::NearLimit => WebhookEvent::NearLimit,
+            };
+            match by_id.get(hook_id) {
+                Some(hook) if wants(hook, event) => events.push((*hook, policy, event, change)),
+                _ => {}
+            }
+        }
+        if events.is_empty() {
+            return Ok(());
+        }
+        let policies: Vec<&str> = events
+            .iter()
+            .map(|(_, p, _, _)| *p)
+            .collect::<HashSet<_>>()
+            .into_iter()
+            .collect();
+        let live = self.live(&policies).await;
+        let now = now_ms();
+        let mut tx = self.store.begin().await?;
+        for (hook, policy, event, change) in events {
+            let mut data = json!({
+                "application": hook.app_slug,
+                "policy": policy,
+                "since": rfc3339(change.since_ms),
+            });
+            if let Some(view) = live.get(policy) {
+                let minute = |i: usize| {
+                    view.minutes.get(i).map(|m| {
+                        json!({"start": rfc3339(m.minute * 60_000), "granted": m.granted, "denied": m.denied})
+                    })
+                };
+                // Oldest first: the minute before, then this one so far.
+                data["previous_minute"] = minute(0).unwrap_or_default();
+                data["last_minute"] = minute(1).unwrap_or_default();
+                if let Some(state) = &view.state {
+                    data["remaining"] = json!(state.current_permits);
+                    data["capacity"] = json!(state.max_permits);
+                }
+            }
+            tx.enqueue_delivery(&hook.id, event.as_str(), &data.to_string(), now)
+                .await?;
+        }
+        tx.commit().await?;
+        self.wake.notify_one();
+        Ok(())
+    }
+
+    /// The policies' live views (the counts of the last two minutes, the state of a
+    /// global one); a policy Redis could not answer for is left out.
+    async fn live(&self, policies: &[&str]) -> HashMap<String, LiveView> {
+        let names: Vec<(PolicyName, StateRead)> = policies
+            .iter()
+            .filter_map(|p| {
+                let entry = self.snapshot.policy(p)?;
+                let read = match entry.scope().is_keyed() {
+                    true => StateRead::Skip,
+                    false => StateRead::FromHash,
+                };
+                Some((entry.config.name.clone(), read))
+            })
+            .collect();
+        match self.limiter.live_views(&names, unix_minute_now(), 2).await {
+            Ok(views) => names
+                .iter()
+                .zip(views)
+                .filter_map(|((name, _), view)| Some((name.as_str().to_owned(), view.ok()?)))
+                .collect(),
+            Err(e) => {
+                tracing::warn!(error = %e, "counts for webhook events not read");
+                HashMap::new()
+            }
+        }
+    }
+}
+
+fn wants(hook: &WatchingWebhook, event: WebhookEvent) -> bool {
+    hook.events.split(',').any(|e| e == event.as_str())
+}
+
+/// Whether the webhook needs the policy's episodes followed: it wants their start or end.
+fn tracks_episodes(hook: &WatchingWebhook) -> bool {
+    wants(hook, WebhookEvent::Denying) || wants(hook, WebhookEvent::Recovered)
+}
