@@ -322,3 +322,49 @@ async fn a_receiver_that_fails_twice_gets_the_same_event_again_and_the_log_shows
     assert_eq!(got.len(), 4);
     receiver.stop().await;
 }
+
+#[tokio::test]
+async fn a_policy_near_its_limit_is_told_once_in_slacks_text_format() {
+    let app = spawn_app(Db::Sqlite).await;
+    let key = app.shop_with_policy("upload", 0.001, 10).await;
+    let receiver = Receiver::start(0).await;
+    let body = json!({"url": receiver.url, "events": ["policy.near_limit"], "format": "slack",
+                      "near_limit_below": 0.5});
+    expect_status(
+        app.post(HOOKS, &app.admin_token, body).await,
+        StatusCode::CREATED,
+    )
+    .await;
+
+    // 4 of 10 left: under half.
+    assert_eq!(
+        app.acquire(&key, "upload", 6).await.status(),
+        StatusCode::OK
+    );
+    let got = receiver.wait_for(1, Duration::from_secs(60)).await;
+    let text = got[0].json();
+    assert_eq!(text.as_object().unwrap().len(), 1, "{text}");
+    let text = text["text"].as_str().unwrap();
+    assert!(
+        text.starts_with(
+            "ratekeeper: policy `upload` of `shop` is near its limit: 4 of 10 permits left."
+        ),
+        "{text}"
+    );
+    assert!(text.ends_with(&format!(
+        "<{}|Open the policy>",
+        app.url("/policies/upload")
+    )));
+    assert!(got[0].header("webhook-signature").starts_with("v1,"));
+
+    // Still near: nothing more, however many looks pass (the log shows the one event).
+    assert_eq!(
+        app.acquire(&key, "upload", 1).await.status(),
+        StatusCode::OK
+    );
+    let deliveries = deliveries_once(&app, 0, 1).await;
+    assert_eq!(deliveries.len(), 1);
+    assert_eq!(deliveries[0]["event"], "policy.near_limit");
+    assert_eq!(deliveries[0]["data"]["capacity"], 10);
+    receiver.stop().await;
+}
