@@ -58,6 +58,7 @@ consoleSuite('chrome', () => {
     await visit(page, `/policies/${POLICY}/delete`, 200, 'delete');
     await visit(page, '/audit', 200, 'audit');
     await visit(page, '/account', 200, 'account');
+    await visit(page, `/apps/${APP.slug}/webhooks`, 200, 'webhooks');
     await visit(page, '/apps/no-such-app', 404, 'error-404');
     assert.ok(await hasNavigationOf(page, USERS.olivia.username), 'the 404 page lost the navigation');
 

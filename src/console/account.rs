@@ -134,7 +134,7 @@ pub async fn show(
         .into_iter()
         .filter_map(|r| match r {
             Revealed::AccessToken { label, token, .. } => Some((label, token)),
-            Revealed::ApiKey { .. } => None,
+            Revealed::ApiKey { .. } | Revealed::WebhookSecret { .. } => None,
         })
         .collect();
     let mut response = render(&page)?;

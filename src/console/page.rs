@@ -82,6 +82,11 @@ impl Notice {
             "member-saved" => "Member saved.",
             "member-removed" => "Member removed.",
             "key-revoked" => "Key revoked. It stopped working at once.",
+            "webhook-rotated" => {
+                "New secret made. The previous one keeps signing beside it for 24 hours."
+            }
+            "webhook-deleted" => "Webhook deleted, with its delivery log.",
+            "webhook-sent-again" => "The delivery is due again: it is being sent now.",
             "user-created" => "User created.",
             "user-updated" => "User updated.",
             "password-reset" => "Password reset; the user's sessions were ended.",

@@ -54,6 +54,23 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
                 "/apps/{slug}/members/{username}/remove",
                 web::post().to(apps::members::remove),
             )
+            .route("/apps/{slug}/webhooks", web::get().to(apps::webhooks::show))
+            .route(
+                "/apps/{slug}/webhooks",
+                web::post().to(apps::webhooks::create),
+            )
+            .route(
+                "/apps/{slug}/webhooks/{id}/rotate",
+                web::post().to(apps::webhooks::rotate),
+            )
+            .route(
+                "/apps/{slug}/webhooks/{id}/delete",
+                web::post().to(apps::webhooks::delete),
+            )
+            .route(
+                "/apps/{slug}/webhooks/{id}/deliveries/{delivery}/send-again",
+                web::post().to(apps::webhooks::send_again),
+            )
             .route("/apps/{slug}/keys", web::post().to(apps::keys::create))
             .route(
                 "/apps/{slug}/keys/{id}/revoke",

@@ -1,4 +1,4 @@
-//! Where a secret just made (an API key, an access token) is shown, the one time it is:
+//! Where a secret just made (an API key, an access token, a webhook's secret) is shown, the one time it is:
 //! in the reply of the request that made it (the JSON API, the CLI), or on the next
 //! console page of the session that made it (post-redirect-get: the POST answers 303, and
 //! the secret waits for the GET in a one-time row, see `store::flashes`, written in the
@@ -39,6 +39,11 @@ pub enum Revealed {
         label: String,
         token: String,
     },
+    WebhookSecret {
+        id: String,
+        url: String,
+        secret: String,
+    },
 }
 
 impl std::fmt::Debug for Revealed {
@@ -46,6 +51,7 @@ impl std::fmt::Debug for Revealed {
         match self {
             Self::ApiKey { id, .. } => write!(f, "Revealed::ApiKey({id})"),
             Self::AccessToken { id, .. } => write!(f, "Revealed::AccessToken({id})"),
+            Self::WebhookSecret { id, .. } => write!(f, "Revealed::WebhookSecret({id})"),
         }
     }
 }

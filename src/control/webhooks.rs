@@ -18,6 +18,7 @@ use crate::store::{
 };
 
 use super::inputs::not_null;
+use super::reveal::{Reveal, Revealed};
 use super::views::rfc3339;
 use super::{Control, ControlError, ControlResult, authorised_app, visible_app};
 
@@ -273,6 +274,7 @@ impl Control {
         actor: &Actor,
         slug: &str,
         input: &WebhookInput,
+        reveal: Reveal<'_>,
     ) -> ControlResult<CreatedWebhook> {
         // Who may make one is checked before the receiver's name is looked up.
         let mut tx = self.store.begin_read().await?;
@@ -305,6 +307,7 @@ impl Control {
             after: Some(WebhookView::audited(&record)),
         })
         .await?;
+        keep_secret(&mut tx, reveal, &record, &secret).await?;
         tx.commit().await?;
         Ok(CreatedWebhook {
             webhook: WebhookView::of(&record, Vec::new()),
@@ -361,6 +364,7 @@ impl Control {
         actor: &Actor,
         slug: &str,
         id: &str,
+        reveal: Reveal<'_>,
     ) -> ControlResult<CreatedWebhook> {
         let mut tx = self.store.begin().await?;
         let app = authorised_app(&mut tx, actor, slug, Permission::Edit).await?;
@@ -385,6 +389,7 @@ impl Control {
             after: Some(WebhookView::audited(&record)),
         })
         .await?;
+        keep_secret(&mut tx, reveal, &record, &secret).await?;
         let deliveries = deliveries_view(&mut tx, id).await?;
         tx.commit().await?;
         Ok(CreatedWebhook {
@@ -413,6 +418,21 @@ impl Control {
         tx.commit().await?;
         Ok(())
     }
+}
+
+/// The new secret left for the page that shows it (or the reply), in its transaction.
+async fn keep_secret(
+    tx: &mut Tx,
+    reveal: Reveal<'_>,
+    record: &WebhookRecord,
+    secret: &secrecy::SecretString,
+) -> ControlResult<()> {
+    let shown = Revealed::WebhookSecret {
+        id: record.id.clone(),
+        url: record.url.clone(),
+        secret: secret.expose_secret().to_owned(),
+    };
+    Ok(reveal.keep(tx, &shown).await?)
 }
 
 async fn deliveries_view(tx: &mut Tx, webhook_id: &str) -> ControlResult<Vec<DeliveryView>> {

@@ -6,7 +6,7 @@ use actix_web::{HttpResponse, web};
 use crate::api::auth::AdminActor;
 use crate::api::json::ValidJson;
 use crate::api::problem::Problem;
-use crate::control::{CreatedWebhook, WebhookInput, WebhookView};
+use crate::control::{CreatedWebhook, Reveal, WebhookInput, WebhookView};
 use crate::state::AppState;
 
 type Reply = Result<HttpResponse, Problem>;
@@ -30,7 +30,10 @@ pub async fn create_webhook(
     slug: web::Path<String>,
     body: ValidJson<WebhookInput>,
 ) -> Reply {
-    let created = state.control.create_webhook(&actor, &slug, &body.0).await?;
+    let created = state
+        .control
+        .create_webhook(&actor, &slug, &body.0, Reveal::InReply)
+        .await?;
     Ok(HttpResponse::Created().json(created))
 }
 
@@ -92,7 +95,7 @@ pub async fn rotate_secret(
     let (slug, id) = path.into_inner();
     let rotated = state
         .control
-        .rotate_webhook_secret(&actor, &slug, &id)
+        .rotate_webhook_secret(&actor, &slug, &id, Reveal::InReply)
         .await?;
     Ok(HttpResponse::Ok().json(rotated))
 }

@@ -9,3 +9,4 @@ pub mod page;
 mod page_parts;
 pub mod policy_table;
 pub mod settings;
+pub mod webhooks;

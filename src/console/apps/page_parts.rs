@@ -58,7 +58,7 @@ pub async fn revealed_keys(
                 key,
                 expires_at,
             }),
-            Revealed::AccessToken { .. } => None,
+            Revealed::AccessToken { .. } | Revealed::WebhookSecret { .. } => None,
         })
         .collect())
 }

@@ -51,6 +51,7 @@ mod sign_in_redirects;
 mod status;
 mod transfer;
 mod users;
+mod webhooks;
 
 /// Everything a refused console request could have changed, as the admin sees it.
 #[derive(Debug, PartialEq)]
