@@ -48,6 +48,17 @@ pub struct Settings {
     /// The console's address as its users reach it (`https://ratekeeper.example.com`):
     /// events link to their policy's page under it. Defaults to `http://` and `listen`.
     pub public_url: Option<String>,
+    /// The OpenID Connect provider people sign in with (its issuer URL); off when unset.
+    /// With it, `oidc_client_id` and `oidc_client_secret` are required.
+    pub oidc_issuer: Option<String>,
+    pub oidc_client_id: Option<String>,
+    pub oidc_client_secret: Option<SecretString>,
+    /// Members of this group (the ID token's `groups` claim) sign in as admins.
+    pub oidc_admin_group: Option<String>,
+    /// The provider's name on the sign-in button ("Sign in with ...").
+    pub oidc_name: String,
+    /// Whether people may sign in with a password; `false` leaves the provider alone.
+    pub password_sign_in: bool,
 }
 
 /// The defaults, as a serialisable mirror of [`Settings`] (secrets are plain here because
@@ -64,6 +75,8 @@ struct Defaults {
     database_timeout_ms: u64,
     log_json: bool,
     webhook_allow_private: bool,
+    oidc_name: &'static str,
+    password_sign_in: bool,
 }
 
 /// Where a global token bucket's state is written (`crates/limiter/lua/lib/
@@ -88,6 +101,8 @@ const DEFAULTS: Defaults = Defaults {
     database_timeout_ms: 1000,
     log_json: false,
     webhook_allow_private: false,
+    oidc_name: "single sign-on",
+    password_sign_in: true,
 };
 
 #[derive(Debug, thiserror::Error)]
@@ -154,6 +169,31 @@ impl Settings {
         if self.console_concurrency == Some(0) {
             return Err(invalid("console_concurrency", "must be at least 1"));
         }
+        let oidc = [
+            self.oidc_issuer.is_some(),
+            self.oidc_client_id.is_some(),
+            self.oidc_client_secret.is_some(),
+        ];
+        if oidc.contains(&true) && oidc.contains(&false) {
+            return Err(invalid(
+                "oidc_issuer",
+                "oidc_issuer, oidc_client_id and oidc_client_secret go together: set all three",
+            ));
+        }
+        if let Some(issuer) = &self.oidc_issuer
+            && !url::Url::parse(issuer).is_ok_and(|u| matches!(u.scheme(), "http" | "https"))
+        {
+            return Err(invalid(
+                "oidc_issuer",
+                "must be the provider's issuer URL, e.g. https://id.example.com",
+            ));
+        }
+        if !self.password_sign_in && self.oidc_issuer.is_none() {
+            return Err(invalid(
+                "password_sign_in",
+                "may be false only with an OpenID Connect provider (oidc_issuer): else nobody could sign in",
+            ));
+        }
         if let Some(public) = &self.public_url
             && !url::Url::parse(public)
                 .is_ok_and(|u| matches!(u.scheme(), "http" | "https") && u.host().is_some())
@@ -176,6 +216,16 @@ impl Settings {
                 format!("http://{host}:{port}")
             }
         }
+    }
+
+    /// The OpenID Connect provider's settings, when one is configured.
+    pub fn oidc(&self) -> Option<crate::auth::oidc::flow::OidcSettings> {
+        Some(crate::auth::oidc::flow::OidcSettings {
+            issuer: self.oidc_issuer.clone()?,
+            client_id: self.oidc_client_id.clone()?,
+            client_secret: self.oidc_client_secret.clone()?,
+            admin_group: self.oidc_admin_group.clone(),
+        })
     }
 
     pub fn sync_interval(&self) -> Duration {

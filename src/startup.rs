@@ -16,6 +16,7 @@ use crate::acquire::DenialCache;
 use crate::acquire::{Acquirer, FlushedDenials, Protocol, TallyRegistry, run_flusher};
 use crate::api;
 use crate::auth::LocalBuckets;
+use crate::auth::oidc::flow::OidcFlow;
 use crate::config::{RedisState, Settings};
 use crate::console;
 use crate::control::Control;
@@ -24,6 +25,7 @@ use crate::notify::sender::Sender;
 use crate::notify::watcher::Watcher;
 use crate::snapshot::Snapshot;
 use crate::state::AppState;
+use crate::state::SignInMethods;
 use crate::store::Store;
 use crate::sync::Syncer;
 use crate::telemetry::Metrics;
@@ -218,6 +220,15 @@ impl Application {
             tokio::spawn(watcher.run(shutdown.clone())),
             tokio::spawn(sender.run(shutdown.clone())),
         ];
+        let oidc = match settings.oidc() {
+            Some(oidc) => Some(Arc::new(OidcFlow::new(oidc, &settings.public_base(port))?)),
+            None => None,
+        };
+        let sign_in = SignInMethods {
+            password: settings.password_sign_in,
+            oidc,
+            oidc_name: settings.oidc_name.clone(),
+        };
         let state = web::Data::new(AppState {
             control: core.control,
             limiter: core.limiter.clone(),
@@ -225,6 +236,7 @@ impl Application {
             metrics: core.metrics.clone(),
             console_load: Arc::new(tokio::sync::Semaphore::new(settings.console_concurrency())),
             sign_in_fallback: LocalBuckets::default(),
+            sign_in,
         });
         let parts = AcquirerParts {
             limiter: core.limiter.clone(),

@@ -5,6 +5,7 @@
 use std::sync::Arc;
 
 use crate::auth::LocalBuckets;
+use crate::auth::oidc::flow::OidcFlow;
 use crate::control::Control;
 use crate::store::Store;
 use crate::telemetry::Metrics;
@@ -22,4 +23,14 @@ pub struct AppState {
     pub console_load: Arc<tokio::sync::Semaphore>,
     /// Sign-in attempts counted in this process while Redis cannot be reached.
     pub sign_in_fallback: LocalBuckets,
+    /// How people sign in to the console.
+    pub sign_in: SignInMethods,
+}
+
+/// The console's ways in: a password, the OpenID Connect provider, or both.
+pub struct SignInMethods {
+    pub password: bool,
+    pub oidc: Option<Arc<OidcFlow>>,
+    /// The provider's name on its button.
+    pub oidc_name: String,
 }

@@ -30,6 +30,10 @@ struct LoginPage {
     next: String,
     username: String,
     error: Option<String>,
+    /// The password form is shown.
+    password: bool,
+    /// The OpenID Connect provider's name on its button, when there is one.
+    oidc_name: Option<String>,
 }
 
 impl LoginPage {
@@ -41,7 +45,7 @@ impl LoginPage {
 
 #[derive(Debug, Deserialize)]
 pub struct NextQuery {
-    next: Option<String>,
+    pub(super) next: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -58,7 +62,7 @@ pub struct LoginForm {
 
 /// Only a path of this site: an absolute URL or `//host` would make the login page an
 /// open redirect.
-fn safe_next(next: Option<&str>) -> String {
+pub(super) fn safe_next(next: Option<&str>) -> String {
     match next {
         // Visible ASCII only: browsers drop tabs and line breaks from URLs ("/\t/evil"
         // becomes "//evil"), and a Location header cannot hold them.
@@ -89,11 +93,13 @@ pub async fn show(
     {
         return Ok(see_other(&next));
     }
-    render_form(&req, StatusCode::OK, next, String::new(), None)
+    render_form(&req, &state, StatusCode::OK, next, String::new(), None)
 }
 
-fn render_form(
+/// The sign-in page, answering `status`, with `error` said over its form.
+pub(super) fn render_form(
     req: &HttpRequest,
+    state: &AppState,
     status: StatusCode,
     next: String,
     username: String,
@@ -106,6 +112,12 @@ fn render_form(
         next,
         username,
         error,
+        password: state.sign_in.password,
+        oidc_name: state
+            .sign_in
+            .oidc
+            .as_ref()
+            .map(|_| state.sign_in.oidc_name.clone()),
     };
     let mut response = render_status(&page, status)?;
     response
@@ -128,10 +140,22 @@ pub async fn submit(
         return Err(ConsoleError::Csrf);
     }
     let username = form.username.trim().to_owned();
+    if !state.sign_in.password {
+        let error = "Passwords are switched off here: use the button above.".to_owned();
+        return render_form(
+            &req,
+            &state,
+            StatusCode::FORBIDDEN,
+            next,
+            username,
+            Some(error),
+        );
+    }
     if username.is_empty() || form.password.expose_secret().is_empty() {
         let error = "Enter your username and password.".to_owned();
         return render_form(
             &req,
+            &state,
             StatusCode::UNPROCESSABLE_ENTITY,
             next,
             username,
@@ -148,6 +172,7 @@ pub async fn submit(
         );
         let mut response = render_form(
             &req,
+            &state,
             StatusCode::TOO_MANY_REQUESTS,
             next,
             username,
@@ -165,10 +190,27 @@ pub async fn submit(
         .await?
     else {
         let error = "Unknown username or wrong password (or the account is disabled).".to_owned();
-        return render_form(&req, StatusCode::UNAUTHORIZED, next, username, Some(error));
+        return render_form(
+            &req,
+            &state,
+            StatusCode::UNAUTHORIZED,
+            next,
+            username,
+            Some(error),
+        );
     };
     sign_in::forgive(&state.limiter, &state.sign_in_fallback, &username, address).await;
 
+    signed_in_as(&req, &state, &user, next).await
+}
+
+/// The session `user` signs in to, its cookie set, and the browser sent to `next`.
+pub(super) async fn signed_in_as(
+    req: &HttpRequest,
+    state: &AppState,
+    user: &crate::store::UserRecord,
+    next: String,
+) -> Result<HttpResponse, ConsoleError> {
     // A new session id at every sign-in; a session this browser had before ends.
     if let Some(old) = req.cookie(SESSION_COOKIE) {
         state
@@ -176,17 +218,17 @@ pub async fn submit(
             .end_session(&SecretString::from(old.value()))
             .await?;
     }
-    let session = state.control.start_session(&user).await?;
+    let session = state.control.start_session(user).await?;
     tracing::info!(user = %user.username, "console sign-in");
     Ok(HttpResponse::SeeOther()
         .insert_header((header::LOCATION, next))
         .cookie(cookie(
-            &req,
+            req,
             SESSION_COOKIE,
             session.token.expose_secret().to_owned(),
             Duration::milliseconds(SESSION_LIFETIME_MS),
         ))
-        .cookie(removal(&req, LOGIN_CSRF_COOKIE))
+        .cookie(removal(req, LOGIN_CSRF_COOKIE))
         .finish())
 }
 

@@ -17,6 +17,7 @@ mod last_hour;
 mod load_limit;
 mod login;
 mod navigation;
+mod oidc_login;
 mod page;
 mod policies;
 mod policy_files;

@@ -10,7 +10,8 @@ use super::error::ConsoleError;
 use super::page::SECURITY_HEADERS;
 use super::respond::see_other;
 use super::{
-    account, apps, assets, audit_log, load_limit, login, navigation, policies, policy_files, users,
+    account, apps, assets, audit_log, load_limit, login, navigation, oidc_login, policies,
+    policy_files, users,
 };
 
 pub fn routes(cfg: &mut web::ServiceConfig) {
@@ -32,6 +33,8 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
             .route("/static/{file}", web::get().to(assets::serve))
             .route("/login", web::get().to(login::show))
             .route("/login", web::post().to(login::submit))
+            .route("/login/oidc", web::get().to(oidc_login::begin))
+            .route("/login/oidc/callback", web::get().to(oidc_login::callback))
             .route("/logout", web::post().to(login::logout))
             .route("/apps", web::get().to(apps::list::list))
             .route("/apps", web::post().to(apps::list::create))

@@ -21,6 +21,8 @@ mod inputs;
 mod keys;
 mod live;
 mod members;
+mod oidc_users;
+pub use oidc_users::OidcRefused;
 mod overrides;
 mod plan;
 mod plan_id;

@@ -35,6 +35,7 @@ mod lifecycle;
 mod limits_on_app;
 mod live_state;
 mod not_found;
+mod oidc_sign_in;
 mod owner_changes;
 mod page_costs;
 mod policies;

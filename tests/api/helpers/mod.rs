@@ -8,11 +8,13 @@
 //! - `processes`: servers of the test's own to take down (Redis, a cluster, a TCP proxy);
 //! - `tls_proxy`: a CA of the test's own and TLS terminated in front of the server;
 //! - `pausing_proxy`: an HTTP proxy that holds a request back until the test lets it go;
+//! - `oidc_provider`: an OpenID Provider whose tokens the test chooses;
 //! - `receiver`: a webhook receiver that keeps what it gets and fails when told to.
 
 mod app;
 mod browser;
 mod html;
+mod oidc_provider;
 mod pausing_proxy;
 mod processes;
 mod receiver;
@@ -22,6 +24,7 @@ mod tls_proxy;
 pub use app::*;
 pub use browser::*;
 pub use html::*;
+pub use oidc_provider::*;
 pub use pausing_proxy::*;
 pub use processes::*;
 pub use receiver::*;

@@ -138,6 +138,12 @@ pub fn settings(database_url: &str, redis_url: &str, prefix: &str) -> Settings {
         // The tests' receivers listen on loopback.
         webhook_allow_private: true,
         public_url: None,
+        oidc_issuer: None,
+        oidc_client_id: None,
+        oidc_client_secret: None,
+        oidc_admin_group: None,
+        oidc_name: "single sign-on".into(),
+        password_sign_in: true,
     }
 }
 
