@@ -129,6 +129,8 @@ export class Server {
       RATEKEEPER_DATABASE_URL: `sqlite://${path.join(this.dir, 'rk.db')}`,
       RATEKEEPER_REDIS_PREFIX: this.prefix,
       RATEKEEPER_SYNC_INTERVAL_MS: '500',
+      // The tests' webhook receivers listen on loopback.
+      RATEKEEPER_WEBHOOK_ALLOW_PRIVATE: 'true',
     });
     this.logFile = path.join(this.dir, 'server.log');
     this.log = '';

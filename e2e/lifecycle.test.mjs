@@ -5,9 +5,10 @@
 // viewer who sees none of these controls. Run with scripts/e2e.sh.
 
 import assert from 'node:assert/strict';
+import http from 'node:http';
 
-import { APP, USERS, screenshots } from './harness.mjs';
-import { consoleSuite, env, newPage, nextFormPost, pathname, signInOk, uiTest } from './ui.mjs';
+import { APP, USERS, pollUntil, screenshots } from './harness.mjs';
+import { assertAccessible, consoleSuite, env, newPage, nextFormPost, pathname, signInOk, uiTest } from './ui.mjs';
 
 /** Submits the form holding `button` and waits for the page it ends on; the POST's answer. */
 async function submitVia(page, button) {
@@ -94,6 +95,52 @@ consoleSuite('lifecycle', () => {
     await submitVia(page, row.getByRole('button', { name: 'Revoke' }));
     assert.equal(await tokens.locator('tbody tr').filter({ hasText: 'e2e token' }).count(), 0);
     assert.equal((await asOlivia()).status, 401);
+  });
+
+  uiTest('owner: adds a webhook, sees its secret once, and reads a delivery in the log', async () => {
+    const got = [];
+    const receiver = http.createServer((req, res) => {
+      let body = '';
+      req.on('data', (d) => (body += d));
+      req.on('end', () => {
+        got.push({ headers: req.headers, body: JSON.parse(body) });
+        res.end('ok');
+      });
+    });
+    await new Promise((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+    try {
+      const url = `http://127.0.0.1:${receiver.address().port}/hooks`;
+      const page = await newPage();
+      await signInOk(page, USERS.olivia);
+      await page.goto(`/apps/${APP.slug}`);
+      await page.locator('#webhooks-link').click();
+      assert.equal(pathname(page), `/apps/${APP.slug}/webhooks`);
+      const form = page.locator('section#new-webhook');
+      await form.getByLabel('Receiver URL').fill(url);
+      await form.getByLabel(/policy\.changed/).check();
+      await submitVia(page, form.getByRole('button', { name: 'Add webhook' }));
+      const secret = (await page.locator('#new-secret code').innerText()).trim();
+      assert.match(secret, /^whsec_/);
+
+      await env.server.api('POST', '/api/v1/policies', { name: 'hooked.policy', owner_app: APP.slug, rate: 1, max_permits: 5 }, 201);
+      await pollUntil('the receiver to get the change', () => got.length > 0, { timeoutMs: 30_000 });
+      assert.equal(got[0].body.type, 'policy.changed');
+      assert.match(got[0].headers['webhook-signature'], /^v1,/);
+      await pollUntil(
+        'the log to show the attempt',
+        async () => {
+          await page.reload();
+          return (await page.locator('li[data-attempt="1"]').count()) > 0;
+        },
+        { timeoutMs: 30_000 },
+      );
+      assert.equal(await page.locator('#new-secret').count(), 0, 'the secret is shown once');
+      assert.match(await page.locator('table.deliveries').innerText(), /policy\.changed[\s\S]*delivered[\s\S]*200/);
+      await assertAccessible(page, 'webhooks with a delivery');
+      await screenshots(page, 'webhooks-log');
+    } finally {
+      await new Promise((resolve) => receiver.close(resolve));
+    }
   });
 
   uiTest('owner: renames an application, is stopped as its last owner, then deletes it', async () => {

@@ -26,7 +26,10 @@ pub enum SignatureRefused {
     Malformed,
     #[error("the token is signed with {0}, which is not accepted")]
     Algorithm(String),
-    #[error("the provider publishes no key {0:?}")]
+    #[error("the provider publishes no key {}", match .0 {
+        Some(kid) => format!("named {kid:?}"),
+        None => "for a token that names none".to_owned(),
+    })]
     UnknownKey(Option<String>),
     #[error("the token's signature does not match the provider's key")]
     BadSignature,
