@@ -4,7 +4,8 @@
 //! exponential backoff for up to a day. A receiver that hangs or fails holds one of the
 //! sender's slots until its timeout, and nothing else: the acquire path never waits on it.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use tokio::sync::{Notify, Semaphore};
@@ -21,6 +22,9 @@ use super::signature::WebhookSecret;
 const LOOK_EVERY: Duration = Duration::from_secs(1);
 /// Deliveries in flight at once per instance.
 const IN_FLIGHT: usize = 8;
+/// Deliveries in flight at once per instance to one webhook: a receiver that hangs holds
+/// at most these of the instance's slots, and the other webhooks' events still go.
+const IN_FLIGHT_PER_WEBHOOK: usize = 2;
 /// How long a receiver has to answer (its name's lookup included).
 const SEND_TIMEOUT: Duration = Duration::from_secs(10);
 /// A claimed delivery another instance may take over if this one has not recorded the
@@ -43,6 +47,42 @@ pub struct Sender {
     /// Woken when this instance has written an event, so it goes out without waiting.
     pub wake: Arc<Notify>,
     slots: Arc<Semaphore>,
+    /// Deliveries in flight per webhook.
+    busy: Arc<Mutex<HashMap<String, usize>>>,
+}
+
+/// One webhook's place among the deliveries in flight, given back when dropped.
+struct Busy {
+    busy: Arc<Mutex<HashMap<String, usize>>>,
+    webhook_id: String,
+}
+
+impl Busy {
+    /// A place for one more delivery to `webhook_id`, unless it has all its places.
+    fn take(busy: &Arc<Mutex<HashMap<String, usize>>>, webhook_id: &str) -> Option<Self> {
+        let mut counts = busy.lock().expect("busy lock");
+        let count = counts.entry(webhook_id.to_owned()).or_default();
+        if *count >= IN_FLIGHT_PER_WEBHOOK {
+            return None;
+        }
+        *count += 1;
+        Some(Self {
+            busy: busy.clone(),
+            webhook_id: webhook_id.to_owned(),
+        })
+    }
+}
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        let mut counts = self.busy.lock().expect("busy lock");
+        if let Some(count) = counts.get_mut(&self.webhook_id) {
+            *count -= 1;
+            if *count == 0 {
+                counts.remove(&self.webhook_id);
+            }
+        }
+    }
 }
 
 /// When attempt `attempts` (1 for the first) failed at `now`, the next one's time, or
@@ -64,6 +104,7 @@ impl Sender {
             allow_private,
             wake: Arc::new(Notify::new()),
             slots: Arc::new(Semaphore::new(IN_FLIGHT)),
+            busy: Arc::default(),
         })
     }
 
@@ -90,9 +131,15 @@ impl Sender {
         }
         let now = now_ms();
         let mut tx = self.store.begin_read().await?;
-        let due = tx.due_deliveries(now, free as i64).await?;
+        // More than the free slots: some may be for a webhook that has all its places.
+        let due = tx
+            .due_deliveries(now, i64::try_from(free * 4).unwrap_or(i64::MAX))
+            .await?;
         tx.commit().await?;
         for delivery in due {
+            let Some(place) = Busy::take(&self.busy, &delivery.webhook_id) else {
+                continue;
+            };
             let Ok(slot) = self.slots.clone().try_acquire_owned() else {
                 break;
             };
@@ -110,7 +157,7 @@ impl Sender {
                 if let Err(e) = sender.attempt(delivery).await {
                     tracing::warn!(error = %e, delivery = %id, "webhook attempt not recorded");
                 }
-                drop(slot);
+                drop((slot, place));
             });
         }
         Ok(())
@@ -241,6 +288,26 @@ fn client_for(url: &Url, addresses: &[std::net::SocketAddr]) -> reqwest::Result<
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn one_webhook_takes_at_most_its_places_and_gets_them_back() {
+        let busy = Arc::default();
+        let held: Vec<Busy> = (0..IN_FLIGHT_PER_WEBHOOK)
+            .map(|_| Busy::take(&busy, "hanging").expect("a place"))
+            .collect();
+        assert!(
+            Busy::take(&busy, "hanging").is_none(),
+            "all its places are taken"
+        );
+        let other = Busy::take(&busy, "healthy").expect("another webhook still goes");
+        drop(held);
+        assert!(
+            Busy::take(&busy, "hanging").is_some(),
+            "its places came back"
+        );
+        drop(other);
+        assert!(busy.lock().unwrap().get("healthy").is_none());
+    }
 
     #[test]
     fn retries_double_from_two_seconds_to_four_hours_and_stop_after_a_day() {
