@@ -35,6 +35,10 @@ const FIRST_DELAY_MS: i64 = 2_000;
 const LONGEST_DELAY_MS: i64 = 4 * 3600 * 1000;
 /// No attempt is made later than this after the event.
 const GIVE_UP_AFTER_MS: i64 = 24 * 3600 * 1000;
+/// How long the log keeps a delivery that ended (delivered, or given up).
+pub const DELIVERIES_KEPT_MS: i64 = 30 * 24 * 3600 * 1000;
+/// How often an instance forgets the deliveries older than that.
+const PRUNE_EVERY: Duration = Duration::from_secs(600);
 /// The most of a receiver's answer kept in the log.
 const EXCERPT_CHARS: usize = 500;
 
@@ -111,6 +115,7 @@ impl Sender {
     /// Sends what is due until `shutdown` (attempts in flight then finish on their own
     /// within their timeout, or are taken over by another instance after the claim).
     pub async fn run(self: Arc<Self>, shutdown: CancellationToken) {
+        let mut pruned = Instant::now();
         loop {
             tokio::select! {
                 () = shutdown.cancelled() => return,
@@ -120,7 +125,24 @@ impl Sender {
             if let Err(e) = self.clone().send_due().await {
                 tracing::warn!(error = %e, "webhook deliveries not sent; retrying");
             }
+            if pruned.elapsed() >= PRUNE_EVERY {
+                pruned = Instant::now();
+                if let Err(e) = self.prune().await {
+                    tracing::warn!(error = %e, "old webhook deliveries not forgotten");
+                }
+            }
         }
+    }
+
+    /// Forgets the deliveries that ended more than [`DELIVERIES_KEPT_MS`] ago.
+    async fn prune(&self) -> anyhow::Result<()> {
+        let mut tx = self.store.begin().await?;
+        let forgotten = tx.prune_deliveries(now_ms() - DELIVERIES_KEPT_MS).await?;
+        tx.commit().await?;
+        if forgotten > 0 {
+            tracing::info!(forgotten, "old webhook deliveries forgotten");
+        }
+        Ok(())
     }
 
     /// Claims what is due, as far as there are free slots, each sent in a task of its own.

@@ -386,6 +386,26 @@ impl Tx {
         .await?)
     }
 
+    /// Forgets the deliveries that ended (delivered or given up) before `before_ms`, with
+    /// their attempts; how many.
+    #[tracing::instrument(level = "debug", skip_all)]
+    pub async fn prune_deliveries(&mut self, before_ms: i64) -> StoreResult<u64> {
+        sqlx::query(self.sql(
+            "DELETE FROM webhook_attempts WHERE delivery_id IN (SELECT id FROM \
+             webhook_deliveries WHERE next_attempt_ms IS NULL AND occurred_ms < ?)",
+        ))
+        .bind(before_ms)
+        .execute(&mut *self.inner)
+        .await?;
+        let done = sqlx::query(self.sql(
+            "DELETE FROM webhook_deliveries WHERE next_attempt_ms IS NULL AND occurred_ms < ?",
+        ))
+        .bind(before_ms)
+        .execute(&mut *self.inner)
+        .await?;
+        Ok(done.rows_affected())
+    }
+
     /// Makes a delivery of the webhook due again now (*Send again*); whether there is one.
     #[tracing::instrument(level = "debug", skip_all, fields(id = %delivery_id))]
     pub async fn send_again(&mut self, webhook_id: &str, delivery_id: &str) -> StoreResult<bool> {

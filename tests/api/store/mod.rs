@@ -2,7 +2,7 @@
 //! must give the same answers on SQLite, PostgreSQL and MariaDB.
 //!
 //! One file per area: `migrations`, `users`, `apps`, `memberships`, `keys_and_tokens`,
-//! `policies`, `audit` and `transactions`. The helpers below are shared by them.
+//! `policies`, `audit`, `transactions` and `webhooks`. The helpers below are shared by them.
 
 use ratekeeper::domain::{
     Algorithm, AppSlug, FailureMode, MaxPermits, PolicyName, PolicySpec, Rate, Username,
@@ -21,6 +21,7 @@ mod migrations;
 mod policies;
 mod transactions;
 mod users;
+mod webhooks;
 
 /// A store on a new, empty database of the backend, migrated twice (the second run must
 /// find nothing to do).
