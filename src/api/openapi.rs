@@ -72,6 +72,7 @@ use super::{acquire, admin, refund, release};
         crate::control::PlanAction,
         crate::control::FieldChange,
         crate::control::WebhookInput,
+        crate::domain::WebhookEvent,
         crate::control::WebhookView,
         crate::control::CreatedWebhook,
         crate::control::DeliveryView,

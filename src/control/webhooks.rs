@@ -47,12 +47,12 @@ pub struct WebhookInput {
     /// The events to send: `policy.denying`, `policy.recovered`, `policy.near_limit`,
     /// `policy.changed`.
     #[serde(default, deserialize_with = "not_null")]
-    #[schema(nullable = false, min_items = 1)]
+    #[schema(nullable = false, min_items = 1, value_type = Option<Vec<WebhookEvent>>)]
     pub events: Option<Vec<String>>,
     /// `json` (the Standard Webhooks body, the default) or `slack` (a text summary a Slack
     /// incoming webhook shows).
     #[serde(default, deserialize_with = "not_null")]
-    #[schema(nullable = false)]
+    #[schema(nullable = false, pattern = "^(json|slack)$")]
     pub format: Option<String>,
     /// Seconds without a denial that end an episode (`policy.recovered`) and must pass
     /// before the next `policy.denying`; 300 when left out, at most a day.
