@@ -1,16 +1,15 @@
 //! A user's own personal access tokens, from the console: listed (never their text),
 //! made (the text shown once) and revoked. The CLI makes them with `create_token`.
 
-use secrecy::ExposeSecret;
+use secrecy::{ExposeSecret, SecretString};
 use serde_json::json;
 
-use crate::auth::Actor;
-use crate::domain::FieldErrors;
-use crate::store::{AccessTokenRecord, AuditEntry, TokenTerms};
+use crate::auth::{Actor, Secret, SecretKind};
+use crate::domain::{FieldErrors, Username, rfc3339};
+use crate::store::{AccessTokenRecord, AuditEntry, TokenTerms, Tx};
 
 use super::inputs::{TokenInput, future_expiry, required, text};
 use super::reveal::{Reveal, Revealed};
-use super::users::insert_token;
 use super::{Control, ControlError, ControlResult};
 
 /// A new token's label and terms, every error at once.
@@ -32,6 +31,22 @@ pub(super) fn validated(input: &TokenInput) -> ControlResult<(String, TokenTerms
 }
 
 impl Control {
+    /// A new personal access token for `username`, as `input` asks; its text is returned
+    /// once.
+    #[tracing::instrument(skip_all, fields(actor = %actor.name, username = %username))]
+    pub async fn create_token(
+        &self,
+        actor: &Actor,
+        username: &str,
+        input: &TokenInput,
+    ) -> ControlResult<SecretString> {
+        let (label, terms) = validated(input)?;
+        let mut tx = self.store.begin().await?;
+        let (_, secret) = insert_token(&mut tx, actor, username, &label, terms).await?;
+        tx.commit().await?;
+        Ok(secret)
+    }
+
     /// The actor's live tokens (expired ones too, until revoked).
     #[tracing::instrument(level = "debug", skip_all, fields(actor = %actor.name))]
     pub async fn list_own_tokens(&self, actor: &Actor) -> ControlResult<Vec<AccessTokenRecord>> {
@@ -88,4 +103,47 @@ impl Control {
         tx.commit().await?;
         Ok(())
     }
+}
+
+/// A new token for `username` in `tx`, with its audit event: its id and text.
+pub(super) async fn insert_token(
+    tx: &mut Tx,
+    actor: &Actor,
+    username: &str,
+    label: &str,
+    terms: TokenTerms,
+) -> ControlResult<(String, SecretString)> {
+    let username = Username::parse(username).map_err(|_| ControlError::NotFound("user"))?;
+    let user = tx
+        .user_by_name(username.as_str())
+        .await?
+        .ok_or(ControlError::NotFound("user"))?;
+    if !actor.is_admin && actor.user_id.as_deref() != Some(&user.id) {
+        return Err(ControlError::Forbidden);
+    }
+    if user.is_disabled() {
+        return Err(ControlError::Conflict(format!(
+            "user {username} is disabled"
+        )));
+    }
+    let secret = Secret::generate(SecretKind::AccessToken);
+    let token_id = tx
+        .insert_access_token(&user.id, label, &secret.hash, terms)
+        .await?;
+    tx.record_audit(AuditEntry {
+        actor: actor.author(),
+        app_slug: None,
+        entity_type: "access_token",
+        entity_id: &token_id,
+        action: "create",
+        before: None,
+        after: Some(json!({
+            "user": user.username,
+            "label": label,
+            "expires_at": terms.expires_ms.map(rfc3339),
+            "read_only": terms.read_only,
+        })),
+    })
+    .await?;
+    Ok((token_id, secret.plain))
 }

@@ -3,9 +3,8 @@ use serde_json::json;
 
 use crate::auth::{Actor, Secret, SecretKind, hash_password};
 use crate::domain::{FieldError, FieldErrors, Username};
-use crate::store::{AuditEntry, StoreError, TokenOwner, TokenTerms, Tx, UserRecord};
+use crate::store::{AuditEntry, StoreError, TokenOwner, UserRecord};
 
-use super::views::rfc3339;
 use super::{Control, ControlError, ControlResult};
 
 pub const MIN_PASSWORD_CHARS: usize = 8;
@@ -69,22 +68,6 @@ impl Control {
         Ok(user)
     }
 
-    /// A new personal access token for `username`, as `input` asks; its text is returned
-    /// once.
-    #[tracing::instrument(skip_all, fields(actor = %actor.name, username = %username))]
-    pub async fn create_token(
-        &self,
-        actor: &Actor,
-        username: &str,
-        input: &super::TokenInput,
-    ) -> ControlResult<SecretString> {
-        let (label, terms) = super::tokens::validated(input)?;
-        let mut tx = self.store.begin().await?;
-        let (_, secret) = insert_token(&mut tx, actor, username, &label, terms).await?;
-        tx.commit().await?;
-        Ok(secret)
-    }
-
     /// The user a presented access token belongs to, if the token is live (neither
     /// revoked nor expired) and the user enabled; read-only if the token is.
     #[tracing::instrument(level = "debug", skip_all)]
@@ -145,47 +128,4 @@ pub enum TokenRefused {
     Expired {
         at_ms: i64,
     },
-}
-
-/// A new token for `username` in `tx`, with its audit event: its id and text.
-pub(super) async fn insert_token(
-    tx: &mut Tx,
-    actor: &Actor,
-    username: &str,
-    label: &str,
-    terms: TokenTerms,
-) -> ControlResult<(String, SecretString)> {
-    let username = Username::parse(username).map_err(|_| ControlError::NotFound("user"))?;
-    let user = tx
-        .user_by_name(username.as_str())
-        .await?
-        .ok_or(ControlError::NotFound("user"))?;
-    if !actor.is_admin && actor.user_id.as_deref() != Some(&user.id) {
-        return Err(ControlError::Forbidden);
-    }
-    if user.is_disabled() {
-        return Err(ControlError::Conflict(format!(
-            "user {username} is disabled"
-        )));
-    }
-    let secret = Secret::generate(SecretKind::AccessToken);
-    let token_id = tx
-        .insert_access_token(&user.id, label, &secret.hash, terms)
-        .await?;
-    tx.record_audit(AuditEntry {
-        actor: actor.author(),
-        app_slug: None,
-        entity_type: "access_token",
-        entity_id: &token_id,
-        action: "create",
-        before: None,
-        after: Some(json!({
-            "user": user.username,
-            "label": label,
-            "expires_at": terms.expires_ms.map(rfc3339),
-            "read_only": terms.read_only,
-        })),
-    })
-    .await?;
-    Ok((token_id, secret.plain))
 }

@@ -9,12 +9,7 @@ use crate::domain::{
 use crate::store::{ApiKeyRecord, AppRecord, AuditRecord, MemberRecord, PolicyRecord};
 use ratekeeper_limiter::{StateRead, StoredBucket};
 
-/// Unix ms as RFC 3339 (UTC), how every time leaves the API.
-pub fn rfc3339(ms: i64) -> String {
-    chrono::DateTime::from_timestamp_millis(ms)
-        .unwrap_or_default()
-        .to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
-}
+pub use crate::domain::rfc3339;
 
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct AppView {

@@ -6,6 +6,7 @@ mod places;
 mod query_text;
 mod role;
 mod serde_words;
+mod times;
 mod webhook_event;
 
 pub use places::place_in_words;
@@ -13,4 +14,5 @@ pub use query_text::non_utf8_field;
 pub use ratekeeper_limiter::domain::*;
 pub use role::{GlobalRole, MemberRole};
 pub use serde_words::in_plain_words;
+pub use times::rfc3339;
 pub use webhook_event::WebhookEvent;

@@ -5,7 +5,7 @@
 
 use serde_json::{Value, json};
 
-use crate::control::rfc3339;
+use crate::domain::rfc3339;
 
 /// One stored event, as the outbox holds it.
 pub struct Event<'a> {

@@ -18,8 +18,7 @@ use ratekeeper_limiter::{
 };
 
 use crate::acquire::{FlushedDenials, unix_minute_now};
-use crate::control::rfc3339;
-use crate::domain::{PolicyName, WebhookEvent};
+use crate::domain::{PolicyName, WebhookEvent, rfc3339};
 use crate::snapshot::Snapshot;
 use crate::store::{Store, WatchingWebhook, now_ms};
 
