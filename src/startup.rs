@@ -209,13 +209,13 @@ impl Application {
             settings.public_base(port),
             settings.webhook_allow_private,
         );
-        let watcher = Watcher {
-            store: background_store,
-            limiter: core.background.clone(),
-            snapshot: core.snapshot.clone(),
-            denials: denials_flushed,
-            wake: sender.wake.clone(),
-        };
+        let watcher = Watcher::new(
+            background_store,
+            core.background.clone(),
+            core.snapshot.clone(),
+            denials_flushed,
+            sender.wake.clone(),
+        );
         let notify_tasks = [
             tokio::spawn(watcher.run(shutdown.clone())),
             tokio::spawn(sender.run(shutdown.clone())),

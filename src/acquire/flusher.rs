@@ -39,6 +39,16 @@ impl FlushedDenials {
     pub fn take(&self) -> HashMap<String, u64> {
         std::mem::take(&mut *self.denied.lock().expect("denials lock"))
     }
+
+    /// Denials taken but not passed on (Redis did not answer): held again for the next.
+    pub fn put_back(&self, taken: HashMap<String, u64>) {
+        let mut denied = self.denied.lock().expect("denials lock");
+        for (policy, n) in taken {
+            if denied.len() < DENIALS_HELD || denied.contains_key(&policy) {
+                *denied.entry(policy).or_default() += n;
+            }
+        }
+    }
 }
 
 /// How often an instance adds its counts to Redis.

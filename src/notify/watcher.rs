@@ -6,7 +6,7 @@
 //! flusher already took.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::json;
@@ -26,13 +26,31 @@ use crate::store::{Store, WatchingWebhook, now_ms};
 const LOOK_EVERY: Duration = Duration::from_secs(2);
 
 pub struct Watcher {
-    pub store: Store,
-    pub limiter: Limiter,
-    pub snapshot: Arc<Snapshot>,
-    pub denials: Arc<FlushedDenials>,
+    store: Store,
+    limiter: Limiter,
+    snapshot: Arc<Snapshot>,
+    denials: Arc<FlushedDenials>,
     /// The sender's, woken when an event was written.
-    pub wake: Arc<Notify>,
+    wake: Arc<Notify>,
+    /// The webhooks as last read: what a look uses while the database is away.
+    known: Mutex<Vec<WatchingWebhook>>,
+    /// Events whose episode changed in Redis but which the database did not take yet:
+    /// written at the next look that reaches it (Redis answers each change only once).
+    unwritten: Mutex<Vec<Unwritten>>,
 }
+
+/// An event waiting to be written to the outbox.
+#[derive(Debug, Clone)]
+struct Unwritten {
+    webhook_id: String,
+    event: WebhookEvent,
+    data: String,
+    occurred_ms: i64,
+}
+
+/// Events held while the database is away, at most (beyond, the oldest are dropped,
+/// logged).
+const UNWRITTEN_HELD: usize = 10_000;
 
 /// The member of an episode: one webhook's view of one policy.
 fn member(webhook: &str, policy: &str) -> String {
@@ -40,6 +58,24 @@ fn member(webhook: &str, policy: &str) -> String {
 }
 
 impl Watcher {
+    pub fn new(
+        store: Store,
+        limiter: Limiter,
+        snapshot: Arc<Snapshot>,
+        denials: Arc<FlushedDenials>,
+        wake: Arc<Notify>,
+    ) -> Self {
+        Self {
+            store,
+            limiter,
+            snapshot,
+            denials,
+            wake,
+            known: Mutex::default(),
+            unwritten: Mutex::default(),
+        }
+    }
+
     pub async fn run(self, shutdown: CancellationToken) {
         let mut ticker = tokio::time::interval(LOOK_EVERY);
         loop {
@@ -56,9 +92,17 @@ impl Watcher {
     /// One look: the denials taken, the episodes changed, the events written.
     pub async fn look(&self) -> anyhow::Result<()> {
         let denied = self.denials.take();
-        let mut tx = self.store.begin_read().await?;
-        let hooks = tx.watching_webhooks().await?;
-        tx.commit().await?;
+        let hooks = match self.read_webhooks().await {
+            Ok(hooks) => {
+                self.known.lock().expect("known lock").clone_from(&hooks);
+                hooks
+            }
+            Err(e) => {
+                // The episodes go on from the webhooks as last read; their events wait.
+                tracing::warn!(error = %e, "webhooks not read; using those read before");
+                self.known.lock().expect("known lock").clone()
+            }
+        };
         if hooks.is_empty() {
             return Ok(());
         }
@@ -78,7 +122,7 @@ impl Watcher {
             }
         }
         let nearness = self.nearness(&hooks).await;
-        let changes = self
+        let changes = match self
             .limiter
             .episodes(
                 &denials
@@ -96,11 +140,68 @@ impl Watcher {
                     })
                     .collect::<Vec<_>>(),
             )
-            .await?;
-        if changes.is_empty() {
+            .await
+        {
+            Ok(changes) => changes,
+            Err(e) => {
+                // Not passed: they count at the next look.
+                self.denials.put_back(denied);
+                return Err(e.into());
+            }
+        };
+        let events = self.events(&hooks, &changes).await;
+        self.write(events).await
+    }
+
+    async fn read_webhooks(&self) -> anyhow::Result<Vec<WatchingWebhook>> {
+        let mut tx = self.store.begin_read().await?;
+        let hooks = tx.watching_webhooks().await?;
+        tx.commit().await?;
+        Ok(hooks)
+    }
+
+    /// Writes the events held from earlier looks and `events` in one transaction, and
+    /// wakes the sender; if the database does not take them, they are held for the next
+    /// look.
+    async fn write(&self, events: Vec<Unwritten>) -> anyhow::Result<()> {
+        let mut all = std::mem::take(&mut *self.unwritten.lock().expect("unwritten lock"));
+        all.extend(events);
+        if all.is_empty() {
             return Ok(());
         }
-        self.write_events(&hooks, &changes).await
+        match self.write_all(&all).await {
+            Ok(()) => {
+                self.wake.notify_one();
+                Ok(())
+            }
+            Err(e) => {
+                let held = all.len();
+                if held > UNWRITTEN_HELD {
+                    tracing::warn!(
+                        dropped = held - UNWRITTEN_HELD,
+                        "webhook events dropped: too many held"
+                    );
+                    all.drain(..held - UNWRITTEN_HELD);
+                }
+                let mut unwritten = self.unwritten.lock().expect("unwritten lock");
+                all.append(&mut unwritten);
+                *unwritten = all;
+                Err(e.context(format!(
+                    "{} webhook events held for the next look",
+                    unwritten.len()
+                )))
+            }
+        }
+    }
+
+    async fn write_all(&self, events: &[Unwritten]) -> anyhow::Result<()> {
+        let mut tx = self.store.begin().await?;
+        for e in events {
+            tx.enqueue_delivery(&e.webhook_id, e.event.as_str(), &e.data, e.occurred_ms)
+                .await?;
+        }
+        tx.commit().await?;
+        Ok(())
     }
 
     /// For each webhook that wants `policy.near_limit`, each global policy of its
@@ -149,12 +250,8 @@ impl Watcher {
     }
 
     /// An event per change, for its webhook if it still wants it, with the counts of the
-    /// policy's last two minutes; one transaction, then the sender is woken.
-    async fn write_events(
-        &self,
-        hooks: &[WatchingWebhook],
-        changes: &[EpisodeChange],
-    ) -> anyhow::Result<()> {
+    /// policy's last two minutes.
+    async fn events(&self, hooks: &[WatchingWebhook], changes: &[EpisodeChange]) -> Vec<Unwritten> {
         let by_id: HashMap<&str, &WatchingWebhook> =
             hooks.iter().map(|h| (h.id.as_str(), h)).collect();
         let mut events = Vec::new();
@@ -173,7 +270,7 @@ impl Watcher {
             }
         }
         if events.is_empty() {
-            return Ok(());
+            return Vec::new();
         }
         let policies: Vec<&str> = events
             .iter()
@@ -183,7 +280,7 @@ impl Watcher {
             .collect();
         let live = self.live(&policies).await;
         let now = now_ms();
-        let mut tx = self.store.begin().await?;
+        let mut out = Vec::with_capacity(events.len());
         for (hook, policy, event, change) in events {
             let mut data = json!({
                 "application": hook.app_slug,
@@ -204,12 +301,14 @@ impl Watcher {
                     data["capacity"] = json!(state.max_permits);
                 }
             }
-            tx.enqueue_delivery(&hook.id, event.as_str(), &data.to_string(), now)
-                .await?;
+            out.push(Unwritten {
+                webhook_id: hook.id.clone(),
+                event,
+                data: data.to_string(),
+                occurred_ms: now,
+            });
         }
-        tx.commit().await?;
-        self.wake.notify_one();
-        Ok(())
+        out
     }
 
     /// The policies' live views (the counts of the last two minutes, the state of a

@@ -197,3 +197,66 @@ async fn an_sql_outage_is_logged_in_lines_without_backtraces() {
         "the outage is logged: {log}"
     );
 }
+
+/// Whether Redis holds an open episode of `member` ("<webhook> <policy>").
+async fn episode_open(app: &TestApp, member: &str) -> bool {
+    let mut conn = app.redis.clone();
+    let key = format!("{}:{{notify}}:episodes", app.settings.redis_prefix);
+    let score: Option<f64> = redis::cmd("ZSCORE")
+        .arg(key)
+        .arg(member)
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    score.is_some()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_episode_that_starts_while_the_database_is_away_is_sent_when_it_is_back() {
+    let (mut proxy, app) = app_behind_a_proxy().await;
+    let key = app.shop_with_policy("orders.create", 0.001, 1).await;
+    let receiver = Receiver::start(0).await;
+    let hook = app
+        .post(
+            "/api/v1/apps/shop/webhooks",
+            &app.admin_token,
+            json!({"url": receiver.url, "events": ["policy.denying", "policy.recovered"],
+                   "quiet_period_s": 1}),
+        )
+        .await;
+    let hook = expect_status(hook, StatusCode::CREATED).await;
+    let member = format!("{} orders.create", hook["id"].as_str().unwrap());
+
+    // A first episode, start and end: the watcher knows the webhook.
+    assert_eq!(
+        app.acquire(&key, "orders.create", 1).await.status(),
+        StatusCode::OK
+    );
+    assert_eq!(
+        app.acquire(&key, "orders.create", 1).await.status(),
+        StatusCode::TOO_MANY_REQUESTS
+    );
+    let got = receiver.wait_for(2, Duration::from_secs(60)).await;
+    let types: Vec<Value> = got.iter().map(|r| r.json()["type"].clone()).collect();
+    assert_eq!(types, [json!("policy.denying"), json!("policy.recovered")]);
+
+    // The database goes; a second episode starts in Redis meanwhile.
+    proxy.cut().await;
+    assert_eq!(
+        app.acquire(&key, "orders.create", 1).await.status(),
+        StatusCode::TOO_MANY_REQUESTS
+    );
+    assert!(
+        eventually(Duration::from_secs(60), || episode_open(&app, &member)).await,
+        "the episode started in Redis"
+    );
+    // Back: its event is written and sent (its end, a second later, may come first).
+    proxy.restore().await;
+    let mut got = receiver.wait_for(3, Duration::from_secs(60)).await;
+    if got[2].json()["type"] != "policy.denying" {
+        got = receiver.wait_for(4, Duration::from_secs(60)).await;
+    }
+    let later: Vec<Value> = got[2..].iter().map(|r| r.json()["type"].clone()).collect();
+    assert!(later.contains(&json!("policy.denying")), "{later:?}");
+    receiver.stop().await;
+}
