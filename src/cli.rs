@@ -1,4 +1,5 @@
-//! The command line: `serve` (the default), `migrate`, `user create`, `token create`,
+//! The command line: `serve` (the default), `migrate`, `user create`, `user link-oidc`,
+//! `token create`,
 //! `policies export|plan|apply|import-envoy` (plan and apply in `policies`, import-envoy in
 //! `import_envoy`).
 
@@ -35,6 +36,14 @@ lower case, e.g. redis_prefix = \"prod\"), then these environment variables [def
   RATEKEEPER_WORKERS              HTTP worker threads [number of cores]
   RATEKEEPER_CONSOLE_CONCURRENCY  console requests worked on at once [half the cores, at least 1]
   RATEKEEPER_LOG_JSON             log JSON lines instead of text [false]
+  RATEKEEPER_PUBLIC_URL           the console's address as users reach it [http:// and LISTEN]
+  RATEKEEPER_WEBHOOK_ALLOW_PRIVATE  send webhooks to loopback and private addresses [false]
+  RATEKEEPER_OIDC_ISSUER          the OpenID Connect provider to sign in with [none]
+  RATEKEEPER_OIDC_CLIENT_ID       this server's client id there [none]
+  RATEKEEPER_OIDC_CLIENT_SECRET   its client secret [none]
+  RATEKEEPER_OIDC_NAME            the provider's name on the sign-in button [single sign-on]
+  RATEKEEPER_OIDC_ADMIN_GROUP     members of this group (groups claim) are admins [none]
+  RATEKEEPER_PASSWORD_SIGN_IN     people may sign in with a password [true]
   RUST_LOG                        log level [info]";
 
 #[derive(Debug, Parser)]
@@ -103,6 +112,10 @@ pub enum UserCommand {
         #[arg(long)]
         admin: bool,
     },
+    /// Link a user to a person of the OpenID Connect provider (their `sub`, which the
+    /// sign-in page shows them when their name is a user's already): they then sign in as
+    /// this user.
+    LinkOidc { name: String, sub: String },
 }
 
 #[derive(Debug, Subcommand)]
@@ -151,6 +164,20 @@ pub async fn run(cli: Cli, settings: Settings) -> anyhow::Result<()> {
                 if admin { "admin" } else { "member" },
                 user.username
             );
+            Ok(())
+        }
+        Command::User {
+            command: UserCommand::LinkOidc { name, sub },
+        } => {
+            let core = Core::build(&settings).await?;
+            core.control
+                .link_oidc_user(&Actor::operator(), &name, &sub)
+                .await
+                .map_err(|e| match e {
+                    ControlError::NotFound(_) => anyhow::anyhow!("there is no user named {name:?}"),
+                    other => explain(other),
+                })?;
+            eprintln!("user {name} now signs in as the provider's {sub:?}");
             Ok(())
         }
         Command::Token {

@@ -6,10 +6,11 @@
 use secrecy::SecretString;
 use serde_json::json;
 
+use crate::auth::Actor;
 use crate::auth::hash_password;
 use crate::auth::oidc::claims::IdClaims;
 use crate::auth::{Secret, SecretKind};
-use crate::domain::Username;
+use crate::domain::{FieldError, FieldErrors, Username};
 use crate::store::{AuditEntry, Author, UserRecord};
 
 use super::{Control, ControlError, ControlResult};
@@ -20,10 +21,10 @@ pub enum OidcRefused {
     #[error("the account {0} is disabled; an admin can enable it under Users")]
     Disabled(String),
     #[error(
-        "a ratekeeper user named {0} already exists and is not linked to your sign-in; \
-         ask an admin to link them, or to rename that user"
+        "a ratekeeper user named {name} already exists and is not linked to your sign-in; \
+         if it is yours, an operator links it with `ratekeeper user link-oidc {name} {sub}`"
     )]
-    NameTaken(String),
+    NameTaken { name: String, sub: String },
     #[error(
         "your identity provider names you {0:?}, which cannot be a ratekeeper username \
          (a-z, 0-9, '.', '_' and '-', at most 64 characters)"
@@ -70,7 +71,10 @@ impl Control {
             return Ok(Err(OidcRefused::NoUsableName(wanted)));
         };
         if tx.user_by_name(username.as_str()).await?.is_some() {
-            return Ok(Err(OidcRefused::NameTaken(username.to_string())));
+            return Ok(Err(OidcRefused::NameTaken {
+                name: username.to_string(),
+                sub: claims.sub.clone(),
+            }));
         }
         // No password signs in as this user: the hash of a random one nobody saw.
         let unusable = SecretString::from(Secret::generate(SecretKind::Session).hash);
@@ -103,6 +107,55 @@ fn provider_author(username: &str) -> Author<'_> {
         name: username,
         source: "console",
         change_set: None,
+    }
+}
+
+impl Control {
+    /// Links the user `username` to the provider's subject `sub`: that person signs in as
+    /// this user from then on (an operator's or an admin's decision, audited).
+    #[tracing::instrument(skip_all, fields(actor = %actor.name, username = %username))]
+    pub async fn link_oidc_user(
+        &self,
+        actor: &Actor,
+        username: &str,
+        sub: &str,
+    ) -> ControlResult<()> {
+        if !actor.is_admin {
+            return Err(ControlError::Forbidden);
+        }
+        let sub = sub.trim();
+        if sub.is_empty() || sub.len() > 255 || sub.chars().any(char::is_control) {
+            return Err(ControlError::Invalid(FieldErrors(vec![FieldError::new(
+                "sub",
+                "must be the provider's subject: 1 to 255 characters, no control characters",
+            )])));
+        }
+        let mut tx = self.store.begin().await?;
+        let user = tx
+            .user_by_name(username)
+            .await?
+            .ok_or(ControlError::NotFound("user"))?;
+        if let Some(other) = tx.user_by_oidc_sub(sub).await?
+            && other.id != user.id
+        {
+            return Err(ControlError::Conflict(format!(
+                "the provider's {sub:?} signs in as {} already",
+                other.username
+            )));
+        }
+        tx.set_oidc_sub(&user.id, sub).await?;
+        tx.record_audit(AuditEntry {
+            actor: actor.author(),
+            app_slug: None,
+            entity_type: "user",
+            entity_id: &user.username,
+            action: "link_oidc",
+            before: None,
+            after: Some(json!({"oidc_sub": sub})),
+        })
+        .await?;
+        tx.commit().await?;
+        Ok(())
     }
 }
 

@@ -141,6 +141,23 @@ async fn user_create_refuses_bad_input_clearly() {
     assert!(!out.status.success());
     assert!(text(&out.stderr).contains("already exists"));
 
+    // A user linked to the provider's subject; an unknown user, or a subject linked to
+    // another user, refused saying so.
+    let out = ratekeeper(&db, &["user", "link-oidc", "ann", "idp|ann-42"], "");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("idp|ann-42"));
+    let out = ratekeeper(&db, &["user", "link-oidc", "nobody", "idp|x"], "");
+    assert!(!out.status.success());
+    assert!(text(&out.stderr).contains("no user named \"nobody\""));
+    ratekeeper(&db, &["user", "create", "bob"], "a good password\n");
+    let out = ratekeeper(&db, &["user", "link-oidc", "bob", "idp|ann-42"], "");
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("signs in as ann already"),
+        "{}",
+        text(&out.stderr)
+    );
+
     let out = ratekeeper(&db, &["token", "create", "nobody"], "");
     assert!(!out.status.success());
     assert!(text(&out.stderr).contains("no user named \"nobody\""));
@@ -322,6 +339,14 @@ async fn help_names_every_setting_and_the_config_file() {
             "RATEKEEPER_SYNC_INTERVAL_MS",
             "RATEKEEPER_WORKERS",
             "RATEKEEPER_LOG_JSON",
+            "RATEKEEPER_PUBLIC_URL",
+            "RATEKEEPER_WEBHOOK_ALLOW_PRIVATE",
+            "RATEKEEPER_OIDC_ISSUER",
+            "RATEKEEPER_OIDC_CLIENT_ID",
+            "RATEKEEPER_OIDC_CLIENT_SECRET",
+            "RATEKEEPER_OIDC_NAME",
+            "RATEKEEPER_OIDC_ADMIN_GROUP",
+            "RATEKEEPER_PASSWORD_SIGN_IN",
         ] {
             assert!(help.contains(name), "{args:?} lacks {name}");
         }

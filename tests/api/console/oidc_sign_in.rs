@@ -214,7 +214,8 @@ async fn every_bad_return_is_refused_with_the_sign_in_page_saying_why() {
         page.alert()
     );
 
-    // A provider user named like a local user is not that user.
+    // A provider user named like a local user is not that user, until an operator links
+    // the two, as the page says how.
     let begun = begin(&app, &mut browser, "/apps").await;
     provider.authorize(
         "code-admin",
@@ -224,13 +225,33 @@ async fn every_bad_return_is_refused_with_the_sign_in_page_saying_why() {
     );
     let page = come_back(&mut browser, "code-admin", &begun.state).await;
     page.assert_status(StatusCode::FORBIDDEN);
+    let alert = page.alert().unwrap();
     assert!(
-        page.alert()
-            .unwrap()
-            .contains("already exists and is not linked"),
-        "{:?}",
-        page.alert()
+        alert.contains("already exists and is not linked"),
+        "{alert}"
     );
+    assert!(
+        alert.contains("ratekeeper user link-oidc admin sub-mallory"),
+        "{alert}"
+    );
+    app.create_user("olga", None).await;
+    let core = app.core().await;
+    core.control
+        .link_oidc_user(&Actor::operator(), "olga", "sub-olga")
+        .await
+        .unwrap();
+    let mut olga = app.browser();
+    let begun = begin(&app, &mut olga, "/apps").await;
+    provider.authorize(
+        "code-olga",
+        &begun.challenge,
+        claims(&provider, &begun, "sub-olga", "olga.at.idp", &[]),
+        Signer::Published,
+    );
+    come_back(&mut olga, "code-olga", &begun.state)
+        .await
+        .assert_redirect("/apps");
+    assert!(olga.get("/account").await.has("olga"));
 
     // A disabled user.
     let begun = begin(&app, &mut browser, "/apps").await;
