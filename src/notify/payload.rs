@@ -55,7 +55,7 @@ fn summary(event: &Event<'_>, data: &Value, link: Option<&str>) -> String {
     let what = match event.event_type {
         "policy.denying" => format!("started denying at {}.{counts}", text("since")),
         "policy.recovered" => format!(
-            "has denied nothing since its quiet period began; it had been denying since {}.",
+            "recovered: it denied nothing for its quiet period (it began denying at {}).",
             text("since")
         ),
         "policy.near_limit" => format!(
