@@ -24,6 +24,8 @@ use crate::store::{Store, WatchingWebhook, now_ms};
 
 /// How often the watcher looks: as often as the flusher writes.
 const LOOK_EVERY: Duration = Duration::from_secs(2);
+/// The most members one call of the episodes script takes (some 2 to 3 µs of Redis each).
+const MEMBERS_PER_CALL: usize = 200;
 
 pub struct Watcher {
     store: Store,
@@ -104,7 +106,8 @@ impl Watcher {
             }
         };
         if hooks.is_empty() {
-            return Ok(());
+            // Nothing to watch; what earlier looks held is still written.
+            return self.write(Vec::new()).await;
         }
         let owner = |policy: &str| {
             self.snapshot
@@ -122,35 +125,59 @@ impl Watcher {
             }
         }
         let nearness = self.nearness(&hooks).await;
-        let changes = match self
-            .limiter
-            .episodes(
-                &denials
-                    .iter()
-                    .map(|(m, quiet_ms)| Denied {
-                        member: m,
-                        quiet_ms: *quiet_ms,
-                    })
-                    .collect::<Vec<_>>(),
-                &nearness
-                    .iter()
-                    .map(|(m, near)| Nearness {
-                        member: m,
-                        near: *near,
-                    })
-                    .collect::<Vec<_>>(),
-            )
-            .await
-        {
-            Ok(changes) => changes,
-            Err(e) => {
-                // Not passed: they count at the next look.
-                self.denials.put_back(denied);
-                return Err(e.into());
+        let denials: Vec<Denied<'_>> = denials
+            .iter()
+            .map(|(member, quiet_ms)| Denied {
+                member,
+                quiet_ms: *quiet_ms,
+            })
+            .collect();
+        let nearness: Vec<Nearness<'_>> = nearness
+            .iter()
+            .map(|(member, near)| Nearness {
+                member,
+                near: *near,
+            })
+            .collect();
+        // In calls of at most MEMBERS_PER_CALL, so that no call holds Redis long; the
+        // first call is made even with nothing to pass, for the episodes that ended.
+        let mut changes = Vec::new();
+        let (mut denials, mut nearness) = (&denials[..], &nearness[..]);
+        let mut failed = None;
+        loop {
+            let (these, rest) = denials.split_at(denials.len().min(MEMBERS_PER_CALL));
+            let room = MEMBERS_PER_CALL - these.len();
+            let (near, near_rest) = nearness.split_at(nearness.len().min(room));
+            match self.limiter.episodes(these, near).await {
+                Ok(answered) => changes.extend(answered),
+                Err(e) => {
+                    // The denials not passed count at the next look (a policy's denials
+                    // passed for one webhook and not another only extend its episode).
+                    let unpassed: HashSet<&str> = denials
+                        .iter()
+                        .filter_map(|d| d.member.split_once(' ').map(|(_, policy)| policy))
+                        .collect();
+                    let back = denied
+                        .iter()
+                        .filter(|(policy, _)| unpassed.contains(policy.as_str()))
+                        .map(|(policy, n)| (policy.clone(), *n))
+                        .collect();
+                    self.denials.put_back(back);
+                    failed = Some(e);
+                    break;
+                }
             }
-        };
+            (denials, nearness) = (rest, near_rest);
+            if denials.is_empty() && nearness.is_empty() {
+                break;
+            }
+        }
         let events = self.events(&hooks, &changes).await;
-        self.write(events).await
+        let written = self.write(events).await;
+        match failed {
+            Some(e) => Err(anyhow::Error::new(e).context("episodes not all passed to Redis")),
+            None => written,
+        }
     }
 
     async fn read_webhooks(&self) -> anyhow::Result<Vec<WatchingWebhook>> {

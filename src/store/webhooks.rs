@@ -248,7 +248,8 @@ impl Tx {
         Ok(sent)
     }
 
-    /// An event for one webhook, due at once; its id (the `webhook-id` it is sent with).
+    /// An event for one webhook, due at once; its id (the `webhook-id` it is sent with),
+    /// or `None` when the webhook is gone (deleted since the event was seen).
     #[tracing::instrument(level = "debug", skip_all, fields(webhook_id = %webhook_id))]
     pub async fn enqueue_delivery(
         &mut self,
@@ -256,21 +257,21 @@ impl Tx {
         event_type: &str,
         data: &str,
         occurred_ms: i64,
-    ) -> StoreResult<String> {
+    ) -> StoreResult<Option<String>> {
         let id = format!("msg_{}", new_id());
-        sqlx::query(self.sql(
+        let done = sqlx::query(self.sql(
             "INSERT INTO webhook_deliveries (id, webhook_id, event_type, data, occurred_ms, \
-             attempts, next_attempt_ms) VALUES (?, ?, ?, ?, ?, 0, ?)",
+             attempts, next_attempt_ms) SELECT ?, id, ?, ?, ?, 0, ? FROM webhooks WHERE id = ?",
         ))
         .bind(&id)
-        .bind(webhook_id)
         .bind(event_type)
         .bind(data)
         .bind(occurred_ms)
         .bind(occurred_ms)
+        .bind(webhook_id)
         .execute(&mut *self.inner)
         .await?;
-        Ok(id)
+        Ok((done.rows_affected() == 1).then_some(id))
     }
 
     /// Up to `limit` deliveries due at `now` that no instance holds, the longest due first.

@@ -15,8 +15,9 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local out = {}
 
 -- Ended first: an episode whose quiet period passed before this call's denials is over,
--- and those denials begin the next.
-local ended = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now)
+-- and those denials begin the next. At most 200 a call, so that no call holds Redis long
+-- (the rest end at the next).
+local ended = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, 200)
 for _, member in ipairs(ended) do
   local since = redis.call('HGET', KEYS[2], member)
   redis.call('ZREM', KEYS[1], member)

@@ -41,15 +41,25 @@ async fn deliveries_are_claimed_once_attempted_and_forgotten_when_old(db: Db) {
     let old_done = tx
         .enqueue_delivery(&hook.id, "policy.changed", "{}", long_ago)
         .await
+        .unwrap()
         .unwrap();
     let old_pending = tx
         .enqueue_delivery(&hook.id, "policy.changed", "{}", long_ago)
         .await
+        .unwrap()
         .unwrap();
     let fresh = tx
         .enqueue_delivery(&hook.id, "policy.denying", r#"{"policy":"p"}"#, now)
         .await
+        .unwrap()
         .unwrap();
+    // A webhook gone (deleted since its event was seen) takes no event.
+    assert_eq!(
+        tx.enqueue_delivery("0123456789abcdef", "policy.changed", "{}", now)
+            .await
+            .unwrap(),
+        None
+    );
     // An event of the application, for each webhook that listens: this one.
     assert_eq!(
         tx.enqueue_event("shop", "policy.changed", "{}", now)
