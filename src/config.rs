@@ -188,6 +188,13 @@ impl Settings {
                 "must be the provider's issuer URL, e.g. https://id.example.com",
             ));
         }
+        if self.oidc_issuer.is_some() && self.public_url.is_none() && self.listens_everywhere() {
+            return Err(invalid(
+                "public_url",
+                "is required with an OpenID Connect provider when listen is 0.0.0.0 or [::]: \
+                 the provider sends browsers back to <public_url>/login/oidc/callback",
+            ));
+        }
         if !self.password_sign_in && self.oidc_issuer.is_none() {
             return Err(invalid(
                 "password_sign_in",
@@ -204,6 +211,13 @@ impl Settings {
             ));
         }
         Ok(())
+    }
+
+    /// Whether `listen` is every address (0.0.0.0 or [::]), which no browser can reach by.
+    pub fn listens_everywhere(&self) -> bool {
+        self.listen
+            .parse::<std::net::SocketAddr>()
+            .is_ok_and(|a| a.ip().is_unspecified())
     }
 
     /// The console's address as users reach it, without a trailing slash; `port` is the

@@ -198,6 +198,14 @@ impl Application {
             denials_flushed.clone(),
             shutdown.clone(),
         ));
+        if settings.public_url.is_none() && settings.listens_everywhere() {
+            tracing::warn!(
+                listen = %settings.listen,
+                "RATEKEEPER_PUBLIC_URL is not set: webhook events link to {}, which no browser \
+                 reaches; set it to the console's address",
+                settings.public_base(port)
+            );
+        }
         // Webhooks: events found in what the flusher took, and sent from the outbox. Their
         // statements count as the background's, apart from the pages' and requests'.
         let background_store = core

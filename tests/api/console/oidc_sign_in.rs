@@ -342,4 +342,14 @@ fn passwords_cannot_be_switched_off_without_a_provider() {
     half.oidc_issuer = Some("https://id.example.com".into());
     let refused = half.validate().expect_err("issuer without a client");
     assert!(refused.to_string().contains("go together"), "{refused}");
+    // Behind every address, the provider needs to be told where browsers come back.
+    let mut everywhere = settings("sqlite://unused.db", "redis://127.0.0.1:6379", "unused");
+    everywhere.listen = "0.0.0.0:8080".into();
+    everywhere.oidc_issuer = Some("https://id.example.com".into());
+    everywhere.oidc_client_id = Some(CLIENT_ID.into());
+    everywhere.oidc_client_secret = Some(SecretString::from(CLIENT_SECRET));
+    let refused = everywhere.validate().expect_err("no public URL");
+    assert!(refused.to_string().contains("public_url"), "{refused}");
+    everywhere.public_url = Some("https://ratekeeper.example.com".into());
+    assert!(everywhere.validate().is_ok());
 }
