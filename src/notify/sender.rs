@@ -77,6 +77,18 @@ impl Busy {
     }
 }
 
+impl Busy {
+    /// The webhooks that have all their places taken.
+    fn full(busy: &Arc<Mutex<HashMap<String, usize>>>) -> Vec<String> {
+        let counts = busy.lock().expect("busy lock");
+        counts
+            .iter()
+            .filter(|(_, n)| **n >= IN_FLIGHT_PER_WEBHOOK)
+            .map(|(id, _)| id.clone())
+            .collect()
+    }
+}
+
 impl Drop for Busy {
     fn drop(&mut self) {
         let mut counts = self.busy.lock().expect("busy lock");
@@ -153,9 +165,9 @@ impl Sender {
         }
         let now = now_ms();
         let mut tx = self.store.begin_read().await?;
-        // More than the free slots: some may be for a webhook that has all its places.
+        let full = Busy::full(&self.busy);
         let due = tx
-            .due_deliveries(now, i64::try_from(free * 4).unwrap_or(i64::MAX))
+            .due_deliveries(now, i64::try_from(free).unwrap_or(i64::MAX), &full)
             .await?;
         tx.commit().await?;
         for delivery in due {

@@ -274,21 +274,32 @@ impl Tx {
         Ok((done.rows_affected() == 1).then_some(id))
     }
 
-    /// Up to `limit` deliveries due at `now` that no instance holds, the longest due first.
+    /// Up to `limit` deliveries due at `now` that no instance holds, the longest due first,
+    /// leaving out those of the webhooks in `skipping` (which this instance sends to as
+    /// much as it may: their due rows must not crowd out the others').
     #[tracing::instrument(level = "debug", skip_all)]
-    pub async fn due_deliveries(&mut self, now: i64, limit: i64) -> StoreResult<Vec<DueDelivery>> {
-        Ok(sqlx::query_as(self.sql(
+    pub async fn due_deliveries(
+        &mut self,
+        now: i64,
+        limit: i64,
+        skipping: &[String],
+    ) -> StoreResult<Vec<DueDelivery>> {
+        let mut query = String::from(
             "SELECT d.id, d.webhook_id, d.event_type, d.data, d.occurred_ms, d.attempts, w.url, \
              w.format, w.secret, w.previous_secret, w.previous_until_ms \
              FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id \
-             WHERE d.next_attempt_ms <= ? AND (d.claimed_until_ms IS NULL OR d.claimed_until_ms < ?) \
-             ORDER BY d.next_attempt_ms, d.id LIMIT ?",
-        ))
-        .bind(now)
-        .bind(now)
-        .bind(limit)
-        .fetch_all(&mut *self.inner)
-        .await?)
+             WHERE d.next_attempt_ms <= ? AND (d.claimed_until_ms IS NULL OR d.claimed_until_ms < ?)",
+        );
+        if !skipping.is_empty() {
+            let marks = vec!["?"; skipping.len()].join(", ");
+            query.push_str(&format!(" AND d.webhook_id NOT IN ({marks})"));
+        }
+        query.push_str(" ORDER BY d.next_attempt_ms, d.id LIMIT ?");
+        let mut select = sqlx::query_as(self.sql_built(query)).bind(now).bind(now);
+        for webhook_id in skipping {
+            select = select.bind(webhook_id);
+        }
+        Ok(select.bind(limit).fetch_all(&mut *self.inner).await?)
     }
 
     /// Claims a due delivery for this instance until `until`, if no other instance did
