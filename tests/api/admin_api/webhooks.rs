@@ -368,3 +368,35 @@ async fn a_policy_near_its_limit_is_told_once_in_slacks_text_format() {
     assert_eq!(deliveries[0]["data"]["capacity"], 10);
     receiver.stop().await;
 }
+
+#[tokio::test]
+async fn a_receiver_that_never_answers_is_given_up_on_at_the_timeout_and_tried_again() {
+    let app = spawn_app(Db::Sqlite).await;
+    app.create_app("shop").await;
+    let hanging = HangingReceiver::start().await;
+    let receiver = Receiver::start(0).await;
+    for url in [&hanging.url, &receiver.url] {
+        let body = json!({"url": url, "events": ["policy.changed"]});
+        expect_status(
+            app.post(HOOKS, &app.admin_token, body).await,
+            StatusCode::CREATED,
+        )
+        .await;
+    }
+    app.create_policy(minimal_policy("checkout", "shop")).await;
+
+    // The healthy receiver has its event while the other holds its request.
+    receiver.wait_for(1, Duration::from_secs(60)).await;
+    // The hanging one's attempt ends at the send's timeout: no status, why, and a retry.
+    let deliveries = deliveries_once(&app, 0, 1).await;
+    let attempt = &deliveries[0]["attempts"][0];
+    assert_eq!(attempt["status"], Value::Null, "{attempt}");
+    let error = attempt["error"].as_str().unwrap();
+    assert!(
+        error.contains("10 s") || error.contains("timed out"),
+        "{error}"
+    );
+    assert_eq!(deliveries[0]["state"], "pending");
+    assert!(deliveries[0]["next_attempt_at"].is_string());
+    receiver.stop().await;
+}

@@ -114,3 +114,32 @@ impl Receiver {
         self.server.stop(false).await;
     }
 }
+
+/// A receiver that takes connections and never answers: each is held open until dropped.
+pub struct HangingReceiver {
+    pub url: String,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl HangingReceiver {
+    pub async fn start() -> Self {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let task = tokio::spawn(async move {
+            let mut held = Vec::new();
+            while let Ok((stream, _)) = listener.accept().await {
+                held.push(stream);
+            }
+        });
+        Self {
+            url: format!("http://127.0.0.1:{port}/hooks/hanging"),
+            task,
+        }
+    }
+}
+
+impl Drop for HangingReceiver {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
