@@ -4,7 +4,7 @@
 //! found or made, a session started). Every refusal is the sign-in page again, saying
 //! why, with the button to start over.
 
-use actix_web::http::StatusCode;
+use actix_web::http::{StatusCode, header};
 use actix_web::{HttpRequest, HttpResponse, web};
 use secrecy::ExposeSecret;
 use serde::Deserialize;
@@ -12,6 +12,7 @@ use serde::Deserialize;
 use super::error::ConsoleError;
 use super::login::{NextQuery, render_form, safe_next, signed_in_as};
 use super::respond::see_other;
+use crate::auth::sign_in;
 use crate::state::AppState;
 use crate::store::{OidcSignInRecord, now_ms};
 
@@ -25,6 +26,31 @@ pub async fn begin(
     let Some(flow) = &state.sign_in.oidc else {
         return Err(ConsoleError::NotFound("page".to_owned()));
     };
+    // Anyone may begin, and each beginning keeps a row and may read the provider: counted
+    // in the sign-in attempts' buckets of the address (the name is no username).
+    let address = req.peer_addr().map(|a| a.ip());
+    if let Some(wait) = sign_in::take_attempt(
+        &state.limiter,
+        &state.sign_in_fallback,
+        SSO_ATTEMPTS,
+        address,
+    )
+    .await
+    {
+        let error = format!("Too many sign-in attempts from this address. Try again in {wait} s.");
+        let mut response = render_form(
+            &req,
+            &state,
+            StatusCode::TOO_MANY_REQUESTS,
+            next,
+            String::new(),
+            Some(error),
+        )?;
+        response
+            .headers_mut()
+            .insert(header::RETRY_AFTER, header::HeaderValue::from(wait));
+        return Ok(response);
+    }
     let (request, url) = match flow.begin().await {
         Ok(begun) => begun,
         Err(e) => {
@@ -55,6 +81,9 @@ pub async fn begin(
         .await?;
     Ok(see_other(url.as_str()))
 }
+
+/// The sign-in guard's name for beginnings at the provider: no username can be it.
+const SSO_ATTEMPTS: &str = "(single sign-on)";
 
 #[derive(Debug, Deserialize)]
 pub struct CallbackQuery {
@@ -132,5 +161,13 @@ pub async fn callback(
             );
         }
     };
+    let address = req.peer_addr().map(|a| a.ip());
+    sign_in::forgive(
+        &state.limiter,
+        &state.sign_in_fallback,
+        SSO_ATTEMPTS,
+        address,
+    )
+    .await;
     signed_in_as(&req, &state, &user, next).await
 }

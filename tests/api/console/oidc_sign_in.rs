@@ -353,3 +353,28 @@ fn passwords_cannot_be_switched_off_without_a_provider() {
     everywhere.public_url = Some("https://ratekeeper.example.com".into());
     assert!(everywhere.validate().is_ok());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn beginning_sign_ins_is_limited_like_password_attempts() {
+    let provider = LocalProvider::start().await;
+    let app = app_with(&provider, true).await;
+    let mut browser = app.browser();
+    let mut statuses = Vec::new();
+    for _ in 0..12 {
+        statuses.push(browser.get("/login/oidc?next=/apps").await.status);
+    }
+    // Ten a name and address (the password's rule), then one every 30 s.
+    assert!(
+        statuses[..10].iter().all(|s| *s == StatusCode::SEE_OTHER),
+        "{statuses:?}"
+    );
+    assert_eq!(statuses[11], StatusCode::TOO_MANY_REQUESTS);
+    let page = browser.get("/login/oidc?next=/apps").await;
+    assert!(
+        page.alert().unwrap().contains("Too many sign-in attempts"),
+        "{:?}",
+        page.alert()
+    );
+    assert!(page.header("retry-after").is_some());
+    provider.stop().await;
+}
