@@ -367,7 +367,7 @@ impl Watcher {
 }
 
 fn wants(hook: &WatchingWebhook, event: WebhookEvent) -> bool {
-    hook.events.split(',').any(|e| e == event.as_str())
+    event.in_list(&hook.events)
 }
 
 /// Whether the webhook needs the policy's episodes followed: it wants their start or end.

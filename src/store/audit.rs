@@ -123,13 +123,8 @@ impl Tx {
                 "before": entry.before,
                 "after": entry.after,
             });
-            self.enqueue_event(
-                app,
-                WebhookEvent::Changed.as_str(),
-                &data.to_string(),
-                at_ms,
-            )
-            .await?;
+            self.enqueue_event(app, WebhookEvent::Changed, &data.to_string(), at_ms)
+                .await?;
         }
         Ok(())
     }

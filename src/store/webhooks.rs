@@ -4,6 +4,7 @@
 //! one with a conditional UPDATE, so each attempt is made by one instance.
 
 use super::{StoreResult, Tx, new_id, now_ms};
+use crate::domain::WebhookEvent;
 
 /// A webhook of an application, its secrets included (they sign what is sent).
 #[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
@@ -29,10 +30,6 @@ pub struct WebhookRecord {
 impl WebhookRecord {
     pub fn event_types(&self) -> impl Iterator<Item = &str> {
         self.events.split(',').filter(|e| !e.is_empty())
-    }
-
-    pub fn wants(&self, event_type: &str) -> bool {
-        self.event_types().any(|e| e == event_type)
     }
 }
 
@@ -221,12 +218,12 @@ impl Tx {
     }
 
     /// An event for each webhook of the application `app_slug` that listens for
-    /// `event_type`, due at once; how many.
-    #[tracing::instrument(level = "debug", skip_all, fields(app = %app_slug, event = %event_type))]
+    /// `event`, due at once; how many.
+    #[tracing::instrument(level = "debug", skip_all, fields(app = %app_slug, event = event.as_str()))]
     pub async fn enqueue_event(
         &mut self,
         app_slug: &str,
-        event_type: &str,
+        event: WebhookEvent,
         data: &str,
         occurred_ms: i64,
     ) -> StoreResult<usize> {
@@ -239,8 +236,8 @@ impl Tx {
         .await?;
         let mut sent = 0;
         for (webhook_id, events) in hooks {
-            if events.split(',').any(|e| e == event_type) {
-                self.enqueue_delivery(&webhook_id, event_type, data, occurred_ms)
+            if event.in_list(&events) {
+                self.enqueue_delivery(&webhook_id, event.as_str(), data, occurred_ms)
                     .await?;
                 sent += 1;
             }

@@ -1,6 +1,7 @@
 //! The webhooks' outbox: one instance wins each claim of a due delivery, an attempt ends
 //! it or makes it due again, and the log forgets only deliveries that ended long ago.
 
+use ratekeeper::domain::WebhookEvent;
 use ratekeeper::store::{AttemptRecord, NewWebhook, now_ms};
 
 use super::{add_app, fresh_store};
@@ -62,13 +63,13 @@ async fn deliveries_are_claimed_once_attempted_and_forgotten_when_old(db: Db) {
     );
     // An event of the application, for each webhook that listens: this one.
     assert_eq!(
-        tx.enqueue_event("shop", "policy.changed", "{}", now)
+        tx.enqueue_event("shop", WebhookEvent::Changed, "{}", now)
             .await
             .unwrap(),
         1
     );
     assert_eq!(
-        tx.enqueue_event("shop", "policy.recovered", "{}", now)
+        tx.enqueue_event("shop", WebhookEvent::Recovered, "{}", now)
             .await
             .unwrap(),
         0
