@@ -183,6 +183,14 @@ consoleSuite('lifecycle', () => {
     assert.deepEqual(posts, ['logout'], 'a viewer gets no form but sign-out');
     const resp = await page.goto(`/apps/${APP.slug}/delete`);
     assert.equal(resp.status(), 403);
+    // The webhooks and their log, read-only.
+    await page.goto(`/apps/${APP.slug}/webhooks`);
+    assert.equal(await page.locator('#read-only').count(), 1);
+    const hookForms = await page.locator('form[method=post]').evaluateAll((fs) => fs.map((f) => f.id));
+    assert.deepEqual(hookForms, ['logout'], 'a viewer gets no webhook form');
+    assert.ok((await page.locator('table.deliveries').count()) > 0, 'the log is there to read');
+    await assertAccessible(page, 'webhooks as viewer');
+    await screenshots(page, 'webhooks-viewer');
   });
 
   uiTest('admin: confirms before leaving an application without an owner', async () => {
