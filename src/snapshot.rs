@@ -206,6 +206,37 @@ impl Policies {
     }
 }
 
+/// A replacement of the policies under way (`Snapshot::reload_policies`). An entry that did
+/// not change is kept, not rebuilt: a reload after one edit among 100,000 policies leaves
+/// the other 99,999 where they were in memory, instead of a second set that the allocator
+/// keeps; and the records are taken one at a time, so a reload holds no list of them.
+pub struct PolicyReload<'a> {
+    snapshot: &'a Snapshot,
+    current: Arc<Policies>,
+    next: HashSet<ByName>,
+    configs: Vec<Arc<PolicyConfig>>,
+}
+
+impl PolicyReload<'_> {
+    pub fn add(&mut self, record: &PolicyRecord) {
+        let fresh = PolicyEntry::of(record);
+        let entry = match self.current.by_name.get(record.spec.name.as_str()) {
+            Some(kept) if *kept.0 == fresh => kept.clone(),
+            _ => ByName(Arc::new(fresh)),
+        };
+        self.configs.push(entry.0.config.clone());
+        self.next.insert(entry);
+    }
+
+    /// The policies added replace the current ones; their configs, in the order added.
+    pub fn finish(self) -> Vec<Arc<PolicyConfig>> {
+        self.snapshot
+            .policies
+            .store(Arc::new(Policies::of(self.next)));
+        self.configs
+    }
+}
+
 #[derive(Default)]
 pub struct Snapshot {
     /// By the SHA-256 of the key (the hex of it is what SQL stores).
@@ -286,28 +317,25 @@ impl Snapshot {
     }
 
     /// Replaces the policies with `records`, and gives back their configs in that order
-    /// (the same `Arc`s the entries hold). An entry that did not change is kept, not
-    /// rebuilt: a reload after one edit among 100,000 policies leaves the other 99,999
-    /// where they were in memory, instead of a second set that the allocator keeps.
+    /// (the same `Arc`s the entries hold).
     pub fn replace_policies(&self, records: &[PolicyRecord]) -> Vec<Arc<PolicyConfig>> {
-        let current = self.policies.load();
-        let next: HashSet<ByName> = records
-            .iter()
-            .map(|record| {
-                let fresh = PolicyEntry::of(record);
-                match current.by_name.get(record.spec.name.as_str()) {
-                    Some(kept) if *kept.0 == fresh => kept.clone(),
-                    _ => ByName(Arc::new(fresh)),
-                }
-            })
-            .collect();
-        let configs = records
-            .iter()
-            .filter_map(|r| next.get(r.spec.name.as_str()))
-            .map(|p| p.0.config.clone())
-            .collect();
-        self.policies.store(Arc::new(Policies::of(next)));
-        configs
+        let mut reload = self.reload_policies();
+        for record in records {
+            reload.add(record);
+        }
+        reload.finish()
+    }
+
+    /// Begins replacing the policies with those given to [`PolicyReload::add`], one at a
+    /// time as SQL reads them; they replace the current ones at [`PolicyReload::finish`].
+    pub fn reload_policies(&self) -> PolicyReload<'_> {
+        let current = self.policies.load_full();
+        PolicyReload {
+            snapshot: self,
+            next: HashSet::with_capacity(current.by_name.len()),
+            configs: Vec::with_capacity(current.by_name.len()),
+            current,
+        }
     }
 
     /// Adds or replaces one policy at once (after a local write), before the next reload.

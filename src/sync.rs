@@ -10,9 +10,11 @@
 //! quiet pass over 100,000 policies stays cheap for Redis and the acquire path.
 
 use std::collections::HashSet;
+use std::pin::pin;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use futures_util::TryStreamExt;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
@@ -219,15 +221,20 @@ impl Syncer {
         let mut tx = self.store.begin_read().await?;
         let grants = tx.key_grants().await?;
         let fingerprint = tx.policy_fingerprint().await?;
-        let policies = if memo.loaded.as_deref() != Some(fingerprint.as_str()) {
-            Some(tx.list_policies(None).await?)
+        let reload = if memo.loaded.as_deref() != Some(fingerprint.as_str()) {
+            let mut reload = self.snapshot.reload_policies();
+            let mut records = pin!(tx.each_policy());
+            while let Some(record) = records.try_next().await? {
+                reload.add(&record);
+            }
+            Some(reload)
         } else {
             None
         };
         tx.commit().await?;
         self.snapshot.replace_keys(grants, read_at);
-        if let Some(policies) = policies {
-            memo.configs = self.snapshot.replace_policies(&policies);
+        if let Some(reload) = reload {
+            memo.configs = reload.finish();
             // Denials of policies changed elsewhere no longer hold.
             self.denials
                 .forget_changed(|name| self.snapshot.policy(name).map(|p| p.version()));

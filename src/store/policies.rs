@@ -1,3 +1,5 @@
+use futures_util::{Stream, StreamExt};
+
 use crate::domain::{Algorithm, AppSlug, DurationUnit, PolicySpec, RateUnit, Scope};
 
 use super::policy_rows::{
@@ -263,6 +265,15 @@ impl Tx {
         .fetch_all(&mut *self.inner)
         .await?;
         rows.into_iter().map(PolicyRow::parse).collect()
+    }
+
+    /// Every policy, by name, one row at a time: a reload of 100,000 policies holds the row
+    /// at hand, not every row and every record at once (`Snapshot::reload_policies`).
+    pub fn each_policy(&mut self) -> impl Stream<Item = StoreResult<PolicyRecord>> + Send + '_ {
+        let sql = self.sql_built(format!("{SELECT} ORDER BY p.name"));
+        sqlx::query_as::<_, PolicyRow>(sql)
+            .fetch(&mut *self.inner)
+            .map(|row| row.map_err(StoreError::from).and_then(PolicyRow::parse))
     }
 
     /// Policies owned by one application, or every policy when `app_id` is `None`.

@@ -1,5 +1,6 @@
 //! Policies: every field round-trips, versions, unique names, deletion.
 
+use futures_util::TryStreamExt;
 use ratekeeper::domain::{FailureMode, MaxPermits, Rate};
 use ratekeeper::store::{PolicyRecord, StoreError, now_ms};
 
@@ -68,7 +69,16 @@ async fn a_policy_round_trips_every_field(db: Db) {
         names(tx.list_policies(Some(&shop.id)).await.unwrap()),
         ["api/v1:orders.create-x_y", "exports"]
     );
-    assert_eq!(tx.list_policies(None).await.unwrap(), [inserted, plain]);
+    assert_eq!(
+        tx.list_policies(None).await.unwrap(),
+        [inserted.clone(), plain.clone()]
+    );
+    let streamed: Vec<PolicyRecord> = tx.each_policy().try_collect().await.unwrap();
+    assert_eq!(
+        streamed,
+        [inserted, plain],
+        "the reload's read: the same, in order"
+    );
 }
 on_every_backend!(policy_round_trip, a_policy_round_trips_every_field);
 
