@@ -74,8 +74,9 @@ pub struct PolicyEntry {
     pub failure_mode: FailureMode,
     /// Whose policy it is: the console's per-application activity adds its counts there.
     pub owner_app: AppSlug,
-    /// A keyed policy's other limits, by caller (app slug or key).
-    pub overrides: HashMap<String, BucketLimits>,
+    /// A keyed policy's other limits, by caller (app slug or key); none for most policies,
+    /// which then hold no table (an instance holds every policy).
+    pub overrides: Option<Box<HashMap<String, BucketLimits>>>,
     /// The Envoy-style descriptor patterns that find the policy (the snapshot's index is
     /// built from them).
     pub descriptors: Vec<DescriptorPattern>,
@@ -96,7 +97,7 @@ impl PolicyEntry {
             record.version,
         ));
         let base = BucketLimits::of(&config);
-        let overrides = record
+        let overrides: HashMap<String, BucketLimits> = record
             .spec
             .overrides
             .iter()
@@ -114,7 +115,7 @@ impl PolicyEntry {
             config,
             failure_mode: record.spec.failure_mode,
             owner_app: record.spec.owner_app.clone(),
-            overrides,
+            overrides: (!overrides.is_empty()).then(|| Box::new(overrides)),
             descriptors: record.spec.descriptors.clone(),
         }
     }
@@ -126,7 +127,8 @@ impl PolicyEntry {
     /// The limits of one caller's bucket: its override's, or the policy's.
     pub fn limits_for(&self, caller: &str) -> BucketLimits {
         self.overrides
-            .get(caller)
+            .as_ref()
+            .and_then(|o| o.get(caller))
             .copied()
             .unwrap_or_else(|| BucketLimits::of(&self.config))
     }
