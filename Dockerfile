@@ -12,6 +12,8 @@ WORKDIR /build
 # Every workspace member's manifest must be there (cargo loads the whole workspace), the
 # bench's too, though only the server (and the Rust client, which its CLI uses) is built.
 COPY Cargo.toml Cargo.lock ./
+# The allocator's build options (mimalloc is compiled with the dependencies).
+COPY .cargo .cargo/
 COPY crates/limiter/Cargo.toml crates/limiter/
 COPY clients/rust/Cargo.toml clients/rust/
 COPY bench/Cargo.toml bench/
