@@ -123,7 +123,10 @@ pub fn append(o: &mut String, r: &Results, k: &Knobs) {
         "  GET /api/v1/policies/users/top?minutes=5: {}",
         d.top_users_api
     );
-    let _ = writeln!(o, "  one worker's sketch (examples/top_keys_memory.rs):");
+    let _ = writeln!(
+        o,
+        "  the tallies: one worker's sketch, then many policies (examples/top_keys_memory.rs):"
+    );
     indented(o, &d.sketch_table, "    ");
 
     let _ = writeln!(

@@ -29,31 +29,37 @@ struct Counter {
     error: u64,
 }
 
-/// A Space-Saving sketch: the heavy hitters of a stream in `SKETCH_SIZE` counters.
+/// A Space-Saving sketch: the heavy hitters of a stream in `SKETCH_SIZE` counters, a short
+/// list searched in order. Most policies see one or two callers between flushes (an
+/// application), and a worker holds a sketch for every policy it decided since the last
+/// flush: a hash table each would cost several times the callers it holds.
 #[derive(Debug, Default)]
 struct Sketch {
-    counters: HashMap<Box<str>, Counter>,
+    counters: Vec<(Box<str>, Counter)>,
 }
 
 impl Sketch {
     fn add(&mut self, caller: &str) {
-        if let Some(c) = self.counters.get_mut(caller) {
+        if let Some((_, c)) = self.counters.iter_mut().find(|(k, _)| **k == *caller) {
             c.count += 1;
             return;
         }
         if self.counters.len() < SKETCH_SIZE {
+            // The first caller alone: a policy often has no other.
+            if self.counters.capacity() == 0 {
+                self.counters.reserve_exact(1);
+            }
             self.counters
-                .insert(caller.into(), Counter { count: 1, error: 0 });
+                .push((caller.into(), Counter { count: 1, error: 0 }));
             return;
         }
-        let (least, floor) = self
+        let least = self
             .counters
-            .iter()
+            .iter_mut()
             .min_by_key(|(_, c)| c.count)
-            .map(|(k, c)| (k.clone(), c.count))
             .expect("a full sketch has entries");
-        self.counters.remove(&least);
-        self.counters.insert(
+        let floor = least.1.count;
+        *least = (
             caller.into(),
             Counter {
                 count: floor + 1,
@@ -62,10 +68,18 @@ impl Sketch {
         );
     }
 
-    /// Each caller with the count it certainly reached, emptying the sketch.
-    fn take(&mut self) -> Vec<(String, u64)> {
+    /// Another worker's sketch of the same policy beside this one's: the flush adds each
+    /// caller's counts in Redis, so a caller both followed is reported twice, each time
+    /// with what that worker saw.
+    fn append(&mut self, other: Sketch) {
+        self.counters.reserve_exact(other.counters.len());
+        self.counters.extend(other.counters);
+    }
+
+    /// Each caller with the count it certainly reached.
+    fn into_callers(self) -> Vec<(String, u64)> {
         self.counters
-            .drain()
+            .into_iter()
             .map(|(caller, c)| (caller.into_string(), c.count - c.error))
             .collect()
     }
@@ -76,6 +90,12 @@ impl Sketch {
 struct PolicyTally {
     counts: OutcomeCounts,
     granted: Sketch,
+    /// Most policies refuse no one between two flushes: their tally holds no room for it.
+    refused: Option<Box<RefusedCallers>>,
+}
+
+#[derive(Debug, Default)]
+struct RefusedCallers {
     denied: Sketch,
     /// Granted by a shadow policy that would have denied them.
     shadow_denied: Sketch,
@@ -146,8 +166,8 @@ impl Tally {
             top.counts.add(decision);
             match decision {
                 Decision::Granted | Decision::Unenforced => top.granted.add(caller),
-                Decision::Denied | Decision::Blocked => top.denied.add(caller),
-                Decision::ShadowDenied => top.shadow_denied.add(caller),
+                Decision::Denied | Decision::Blocked => top.refused().denied.add(caller),
+                Decision::ShadowDenied => top.refused().shadow_denied.add(caller),
             }
         });
     }
@@ -197,18 +217,35 @@ impl Tally {
     /// Takes what was recorded since the last call. A policy with nothing since goes (it
     /// is back at its next decision), so memory follows the policies in use: the table
     /// goes too (a drained one would keep its size of the busiest interval).
-    fn take(&self) -> Vec<Taken> {
-        let taken = std::mem::take(&mut *self.by_policy.lock().expect("tally lock"));
-        taken
-            .into_iter()
-            .map(|(policy, mut top)| Taken {
-                policy: policy.into_string(),
-                counts: top.counts,
-                granted: top.granted.take(),
-                denied: top.denied.take(),
-                shadow_denied: top.shadow_denied.take(),
-            })
-            .collect()
+    fn take(&self) -> HashMap<Box<str>, PolicyTally> {
+        std::mem::take(&mut *self.by_policy.lock().expect("tally lock"))
+    }
+}
+
+impl PolicyTally {
+    fn refused(&mut self) -> &mut RefusedCallers {
+        self.refused.get_or_insert_default()
+    }
+
+    fn append(&mut self, other: PolicyTally) {
+        self.counts.merge(other.counts);
+        self.granted.append(other.granted);
+        if let Some(other) = other.refused {
+            let refused = self.refused();
+            refused.denied.append(other.denied);
+            refused.shadow_denied.append(other.shadow_denied);
+        }
+    }
+
+    fn into_taken(self, policy: Box<str>) -> Taken {
+        let refused = self.refused.map(|r| *r).unwrap_or_default();
+        Taken {
+            policy: policy.into_string(),
+            counts: self.counts,
+            granted: self.granted.into_callers(),
+            denied: refused.denied.into_callers(),
+            shadow_denied: refused.shadow_denied.into_callers(),
+        }
     }
 }
 
@@ -244,21 +281,27 @@ impl TallyRegistry {
         merged
     }
 
-    /// Takes every worker's tally, merged per policy.
+    /// Takes every worker's tally, merged per policy: into the biggest of the tables, so
+    /// that a flush holds no more than the tables and its list.
     pub fn take(&self) -> Vec<Taken> {
         let workers = self.workers.lock().expect("registry lock").clone();
-        let mut merged: HashMap<String, Taken> = HashMap::new();
-        for taken in workers.iter().flat_map(|w| w.take()) {
-            let entry = merged.entry(taken.policy.clone()).or_insert_with(|| Taken {
-                policy: taken.policy.clone(),
-                ..Taken::default()
-            });
-            entry.counts.merge(taken.counts);
-            entry.granted.extend(taken.granted);
-            entry.denied.extend(taken.denied);
-            entry.shadow_denied.extend(taken.shadow_denied);
+        let mut tables: Vec<_> = workers.iter().map(|w| w.take()).collect();
+        tables.sort_by_key(HashMap::len);
+        let Some(mut merged) = tables.pop() else {
+            return Vec::new();
+        };
+        for (policy, top) in tables.into_iter().flatten() {
+            match merged.get_mut(&policy) {
+                Some(into) => into.append(top),
+                None => {
+                    merged.insert(policy, top);
+                }
+            }
         }
-        merged.into_values().collect()
+        merged
+            .into_iter()
+            .map(|(policy, top)| top.into_taken(policy))
+            .collect()
     }
 }
 
@@ -275,8 +318,12 @@ mod tests {
                 top.record("p", "the-abuser", Decision::Denied);
             }
         }
-        let taken = top.take();
-        let denied = &taken[0].denied;
+        let taken = top
+            .take()
+            .remove("p")
+            .expect("p tallied")
+            .into_taken("p".into());
+        let denied = &taken.denied;
         assert!(denied.len() <= SKETCH_SIZE);
         let (first, count) = denied.iter().max_by_key(|(_, n)| *n).unwrap();
         assert_eq!(first, "the-abuser");
