@@ -137,8 +137,8 @@ fn add_held(taken: &mut Vec<Taken>, held: &mut HashMap<String, u64>) {
     }
 }
 
-/// Adds the counts and the top callers to Redis every [`FLUSH_EVERY`] until `shutdown`,
-/// then once more.
+/// Adds the counts and the top callers to Redis every [`FLUSH_EVERY`] (sooner when a
+/// worker's table is full) until `shutdown`, then once more.
 pub async fn run_flusher(
     tallies: Arc<TallyRegistry>,
     limiter: Limiter,
@@ -154,6 +154,9 @@ pub async fn run_flusher(
     loop {
         let stopping = tokio::select! {
             _ = ticker.tick() => false,
+            // A worker's table is full (`MAX_TALLIED_POLICIES`): flushed now, so that its
+            // memory is bounded whatever the rate.
+            () = tallies.flush_wanted() => false,
             () = shutdown.cancelled() => true,
         };
         let minute = unix_minute_now();

@@ -3,7 +3,8 @@
 //! grants and the most denials, in bounded memory. A worker records into its own tally
 //! under its own lock, which only the flusher also takes, every couple of seconds: the
 //! grant path shares no lock with the other workers. The flusher adds the tallies to Redis
-//! per minute, where every instance's are summed.
+//! per minute, where every instance's are summed. A worker's table holds at most
+//! [`MAX_TALLIED_POLICIES`] policies: a full one goes to the flusher at once.
 //!
 //! The top callers are a small Space-Saving sketch per policy and outcome (at most
 //! [`SKETCH_SIZE`] callers; a new caller takes the place of the least counted one, so a
@@ -16,6 +17,8 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
+
+use tokio::sync::Notify;
 
 use ratekeeper_limiter::Decision;
 
@@ -129,12 +132,24 @@ impl OutcomeCounts {
     }
 }
 
+/// The most policies a worker's table holds: one more and the table goes to the flusher at
+/// once (`Tally::handed_over`), not at its next tick. So a tally's memory is bounded however
+/// many policies are decided between two ticks (100,000 policies decided in 2 s would
+/// otherwise be about 15 MB per worker, and as much again while the flusher lists them).
+/// 14,336 is 7/8 of 16,384: the most a table of 16,384 buckets holds before it doubles.
+pub const MAX_TALLIED_POLICIES: usize = 14_336;
+
+type PolicyTable = HashMap<Box<str>, PolicyTally>;
+
 /// What one worker decided since the last flush.
 #[derive(Debug, Default)]
 pub struct Tally {
     // Locked by its worker for each decision and by the flusher every few seconds: never
     // contended between workers.
-    by_policy: Mutex<HashMap<Box<str>, PolicyTally>>,
+    by_policy: Mutex<PolicyTable>,
+    /// Full tables waiting for the flusher, which `flush_now` wakes.
+    handed_over: Mutex<Vec<PolicyTable>>,
+    flush_now: Arc<Notify>,
     /// Refusals no policy saw, per calling application: by application, never by the
     /// name asked for, which any client could make up without end.
     app_refusals: Mutex<HashMap<Box<str>, AppRefusals>>,
@@ -209,7 +224,14 @@ impl Tally {
         let mut by_policy = self.by_policy.lock().expect("tally lock");
         let top = match by_policy.get_mut(policy) {
             Some(top) => top,
-            None => by_policy.entry(policy.into()).or_default(),
+            None => {
+                if by_policy.len() >= MAX_TALLIED_POLICIES {
+                    let full = std::mem::take(&mut *by_policy);
+                    self.handed_over.lock().expect("tally lock").push(full);
+                    self.flush_now.notify_one();
+                }
+                by_policy.entry(policy.into()).or_default()
+            }
         };
         f(top);
     }
@@ -217,8 +239,12 @@ impl Tally {
     /// Takes what was recorded since the last call. A policy with nothing since goes (it
     /// is back at its next decision), so memory follows the policies in use: the table
     /// goes too (a drained one would keep its size of the busiest interval).
-    fn take(&self) -> HashMap<Box<str>, PolicyTally> {
-        std::mem::take(&mut *self.by_policy.lock().expect("tally lock"))
+    fn take(&self) -> Vec<PolicyTable> {
+        let mut tables = std::mem::take(&mut *self.handed_over.lock().expect("tally lock"));
+        tables.push(std::mem::take(
+            &mut *self.by_policy.lock().expect("tally lock"),
+        ));
+        tables
     }
 }
 
@@ -253,17 +279,28 @@ impl PolicyTally {
 #[derive(Debug, Default)]
 pub struct TallyRegistry {
     workers: Mutex<Vec<Arc<Tally>>>,
+    /// Woken by a worker that handed a full table over.
+    flush_now: Arc<Notify>,
 }
 
 impl TallyRegistry {
     /// The tally of a new worker.
     pub fn for_worker(&self) -> Arc<Tally> {
-        let top = Arc::new(Tally::default());
+        let top = Arc::new(Tally {
+            flush_now: self.flush_now.clone(),
+            ..Tally::default()
+        });
         self.workers
             .lock()
             .expect("registry lock")
             .push(top.clone());
         top
+    }
+
+    /// Completes when a worker handed a full table over since the last flush took it (at
+    /// once if it did meanwhile).
+    pub async fn flush_wanted(&self) {
+        self.flush_now.notified().await;
     }
 
     /// Takes every worker's refusals no policy saw, summed per application.
@@ -285,7 +322,7 @@ impl TallyRegistry {
     /// that a flush holds no more than the tables and its list.
     pub fn take(&self) -> Vec<Taken> {
         let workers = self.workers.lock().expect("registry lock").clone();
-        let mut tables: Vec<_> = workers.iter().map(|w| w.take()).collect();
+        let mut tables: Vec<_> = workers.iter().flat_map(|w| w.take()).collect();
         tables.sort_by_key(HashMap::len);
         let Some(mut merged) = tables.pop() else {
             return Vec::new();
@@ -307,6 +344,8 @@ impl TallyRegistry {
 
 #[cfg(test)]
 mod tests {
+    use futures_util::FutureExt;
+
     use super::*;
 
     #[test]
@@ -320,7 +359,8 @@ mod tests {
         }
         let taken = top
             .take()
-            .remove("p")
+            .pop()
+            .and_then(|mut table| table.remove("p"))
             .expect("p tallied")
             .into_taken("p".into());
         let denied = &taken.denied;
@@ -332,7 +372,33 @@ mod tests {
             denied.iter().all(|(k, n)| k == "the-abuser" || *n <= 1),
             "a caller seen once is not reported with another's count: {denied:?}"
         );
-        assert!(top.take().is_empty(), "taken once");
+        assert!(top.take().iter().all(HashMap::is_empty), "taken once");
+    }
+
+    #[test]
+    fn a_full_table_goes_to_the_flusher_at_once_and_nothing_is_lost() {
+        let registry = TallyRegistry::default();
+        let worker = registry.for_worker();
+        let policies = MAX_TALLIED_POLICIES * 2 + 1;
+        for i in 0..policies {
+            worker.record(&format!("p{i}"), "app", Decision::Granted);
+        }
+        worker.record("p0", "app", Decision::Denied);
+        assert!(
+            registry.flush_wanted().now_or_never().is_some(),
+            "the flusher is woken"
+        );
+        assert!(
+            worker.by_policy.lock().unwrap().len() <= MAX_TALLIED_POLICIES,
+            "the worker's table stays within its bound"
+        );
+        let taken = registry.take();
+        assert_eq!(taken.len(), policies, "every policy, once");
+        let p0 = taken.iter().find(|t| t.policy == "p0").unwrap();
+        assert_eq!((p0.counts.granted, p0.counts.denied), (1, 1));
+        assert_eq!(p0.granted, vec![("app".to_owned(), 1)]);
+        assert_eq!(p0.denied, vec![("app".to_owned(), 1)]);
+        assert!(registry.take().is_empty(), "taken once");
     }
 
     #[test]
