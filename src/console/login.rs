@@ -97,6 +97,29 @@ pub async fn show(
 }
 
 /// The sign-in page, answering `status`, with `error` said over its form.
+/// The sign-in page refusing an attempt with 429, and when to try again.
+pub(super) fn too_many_attempts(
+    req: &HttpRequest,
+    state: &AppState,
+    next: String,
+    username: String,
+    error: String,
+    wait: i64,
+) -> Result<HttpResponse, ConsoleError> {
+    let mut response = render_form(
+        req,
+        state,
+        StatusCode::TOO_MANY_REQUESTS,
+        next,
+        username,
+        Some(error),
+    )?;
+    response
+        .headers_mut()
+        .insert(header::RETRY_AFTER, header::HeaderValue::from(wait));
+    Ok(response)
+}
+
 pub(super) fn render_form(
     req: &HttpRequest,
     state: &AppState,
@@ -170,18 +193,7 @@ pub async fn submit(
         let error = format!(
             "Too many sign-in attempts for this user or from this address. Try again in {wait} s."
         );
-        let mut response = render_form(
-            &req,
-            &state,
-            StatusCode::TOO_MANY_REQUESTS,
-            next,
-            username,
-            Some(error),
-        )?;
-        response
-            .headers_mut()
-            .insert(header::RETRY_AFTER, header::HeaderValue::from(wait));
-        return Ok(response);
+        return too_many_attempts(&req, &state, next, username, error, wait);
     }
 
     let Some(user) = state

@@ -4,13 +4,13 @@
 //! found or made, a session started). Every refusal is the sign-in page again, saying
 //! why, with the button to start over.
 
-use actix_web::http::{StatusCode, header};
+use actix_web::http::StatusCode;
 use actix_web::{HttpRequest, HttpResponse, web};
 use secrecy::ExposeSecret;
 use serde::Deserialize;
 
 use super::error::ConsoleError;
-use super::login::{NextQuery, render_form, safe_next, signed_in_as};
+use super::login::{NextQuery, render_form, safe_next, signed_in_as, too_many_attempts};
 use super::respond::see_other;
 use crate::auth::sign_in;
 use crate::state::AppState;
@@ -38,18 +38,7 @@ pub async fn begin(
     .await
     {
         let error = format!("Too many sign-in attempts from this address. Try again in {wait} s.");
-        let mut response = render_form(
-            &req,
-            &state,
-            StatusCode::TOO_MANY_REQUESTS,
-            next,
-            String::new(),
-            Some(error),
-        )?;
-        response
-            .headers_mut()
-            .insert(header::RETRY_AFTER, header::HeaderValue::from(wait));
-        return Ok(response);
+        return too_many_attempts(&req, &state, next, String::new(), error, wait);
     }
     let (request, url) = match flow.begin().await {
         Ok(begun) => begun,
