@@ -466,3 +466,38 @@ async fn delete_keys(prefix: &str) {
             .unwrap();
     }
 }
+
+/// Before it forms a batch, the batcher lets its worker read what is already at its
+/// sockets: an acquire whose request the worker reads in that poll goes in the same call
+/// as the one that woke the batcher, not in a call after it. Here the second acquire waits
+/// for a byte that is written only after the first acquire is queued, so it can be read
+/// only at the runtime's next poll of its sockets, after the batcher has been woken.
+#[tokio::test]
+async fn a_batch_takes_the_acquires_its_worker_reads_before_it_forms() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let calls = IntCounter::new("read_first_calls", "calls").unwrap();
+    let (limiter, prefix) = limiter_with_policies(&redis_url(), &calls).await;
+    let configs = policies();
+    let hot = configs.iter().find(|c| c.name.as_str() == "hot").unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let mut client = tokio::net::TcpStream::connect(listener.local_addr().unwrap())
+        .await
+        .unwrap();
+    let (mut server, _) = listener.accept().await.unwrap();
+    let batcher = Batcher::new(limiter);
+    let (app, one) = (slug("shop"), Permits::parse(1).unwrap());
+    let acquire = || batcher.acquire(&hot.name, Algorithm::TokenBucket, one, &app, Some(hot));
+    let before = calls.get();
+    let (first, second, ()) = tokio::join!(
+        acquire(),
+        async {
+            let mut byte = [0u8; 1];
+            server.read_exact(&mut byte).await.unwrap();
+            acquire().await
+        },
+        async { client.write_all(b"x").await.unwrap() },
+    );
+    assert!(first.is_ok() && second.is_ok(), "{first:?} {second:?}");
+    assert_eq!(calls.get() - before, 1, "both acquires in one call");
+    delete_keys(&prefix).await;
+}

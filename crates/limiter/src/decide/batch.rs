@@ -3,9 +3,11 @@
 //! call is in flight wait for it, then go together as one EVALSHA of
 //! `lua/acquire_batch.lua`, which decides them one after the other in arrival order, each
 //! as its single script would (they call the same functions of `lua/lib/`). No timer: at
-//! low load an acquire goes alone at once, as its own script, so its latency does not
-//! grow; under load a batch forms by itself, and Redis runs one script call for many
-//! acquires instead of one each.
+//! low load an acquire goes alone, as its own script, after one poll of the worker's
+//! sockets, so its latency does not grow; under load a batch forms by itself, and Redis
+//! runs one script call for many acquires instead of one each. Before it forms a batch the
+//! batcher lets its worker read the requests already there (`let_the_worker_read_first`),
+//! so that a batch holds what came with it, not only what came during the last call.
 //!
 //! Identical acquires of one bucket (the same permits, app and limits) go as one entry
 //! with a count: a hot policy's batch sends its bucket's key and arguments once, and the
@@ -208,6 +210,7 @@ async fn send_batches(
                 }
             },
         };
+        let_the_worker_read_first().await;
         let now = Instant::now();
         let mut earliest = None;
         let mut alone = None;
@@ -249,6 +252,19 @@ async fn send_batches(
         }
         next = queue.try_recv().ok();
     }
+}
+
+/// Gives the worker's runtime its turn before a batch is formed: the requests already
+/// read or waiting at its sockets are parsed and queue their acquires, and the batch takes
+/// them too, instead of leaving them for the call after. Redis then runs fewer, larger
+/// calls, and each call costs Redis a fixed part (reading it, starting the script,
+/// writing the reply, waking up) beside its acquires'. A yielded task runs again once the
+/// runtime has polled its sockets (tokio defers it until then), so no timer is involved:
+/// an acquire that comes alone waits one poll of the sockets, and one that comes under load
+/// waits for the requests that came with it. Yielding again while the queue still grew
+/// made no difference that the bench could see (bench/README.md).
+async fn let_the_worker_read_first() {
+    tokio::task::yield_now().await;
 }
 
 #[cfg(test)]
