@@ -96,7 +96,6 @@ pub async fn show(
     render_form(&req, &state, StatusCode::OK, next, String::new(), None)
 }
 
-/// The sign-in page, answering `status`, with `error` said over its form.
 /// The sign-in page refusing an attempt with 429, and when to try again.
 pub(super) fn too_many_attempts(
     req: &HttpRequest,
@@ -120,6 +119,7 @@ pub(super) fn too_many_attempts(
     Ok(response)
 }
 
+/// The sign-in page, answering `status`, with `error` said over its form.
 pub(super) fn render_form(
     req: &HttpRequest,
     state: &AppState,
