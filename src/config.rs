@@ -34,6 +34,11 @@ pub struct Settings {
     /// of a version before the state key still run on the same Redis; see the README's
     /// upgrade note).
     pub redis_state: RedisState,
+    /// How a keyed token bucket's expiry is set: `held` (ahead of what the bucket needs,
+    /// recorded in its state) or `exact` (at every write, in the state versions before held
+    /// expiries read, while such instances still run on the same Redis; see the README's
+    /// upgrade note).
+    pub keyed_expiry: KeyedExpiry,
     /// How long a request waits for a database connection before it answers 503.
     pub database_timeout_ms: u64,
     /// HTTP worker threads, and as many gRPC ones; defaults to the number of cores.
@@ -72,6 +77,7 @@ struct Defaults {
     sync_interval_ms: u64,
     redis_timeout_ms: u64,
     redis_state: RedisState,
+    keyed_expiry: KeyedExpiry,
     database_timeout_ms: u64,
     log_json: bool,
     webhook_allow_private: bool,
@@ -90,6 +96,17 @@ pub enum RedisState {
     Hash,
 }
 
+/// How a keyed token bucket's expiry is set (`crates/limiter/lua/lib/
+/// keyed_token_bucket.lua`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum KeyedExpiry {
+    /// Ahead of what the bucket needs, so that most writes leave it where it is.
+    Held,
+    /// At every write, to the instant the bucket is full again.
+    Exact,
+}
+
 const DEFAULTS: Defaults = Defaults {
     listen: "127.0.0.1:8080",
     database_url: "sqlite://ratekeeper.db",
@@ -98,6 +115,7 @@ const DEFAULTS: Defaults = Defaults {
     sync_interval_ms: 5000,
     redis_timeout_ms: 100,
     redis_state: RedisState::Packed,
+    keyed_expiry: KeyedExpiry::Held,
     database_timeout_ms: 1000,
     log_json: false,
     webhook_allow_private: false,

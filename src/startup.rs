@@ -17,7 +17,7 @@ use crate::acquire::{Acquirer, FlushedDenials, Protocol, TallyRegistry, run_flus
 use crate::api;
 use crate::auth::LocalBuckets;
 use crate::auth::oidc::flow::OidcFlow;
-use crate::config::{RedisState, Settings};
+use crate::config::{KeyedExpiry, RedisState, Settings};
 use crate::console;
 use crate::control::Control;
 use crate::grpc::{GrpcFrontEnd, MakeLimiter, RateLimiter};
@@ -69,16 +69,25 @@ impl Core {
                  hashes; set packed once no instance of a version before the state key runs"
             );
         }
+        if settings.keyed_expiry == KeyedExpiry::Exact {
+            tracing::info!(
+                "RATEKEEPER_KEYED_EXPIRY=exact: keyed token buckets' expiry is set at every \
+                 write; set held once no instance of a version before held expiries runs"
+            );
+        }
+        let holds = settings.keyed_expiry == KeyedExpiry::Held;
         let limiter = Limiter::new(redis_url, &settings.redis_prefix, settings.redis_timeout())?
             .counting_into(metrics.redis_calls_of("control"))
-            .moving_state(settings.redis_state == RedisState::Packed);
+            .moving_state(settings.redis_state == RedisState::Packed)
+            .holding_keyed_expiry(holds);
         // The background tasks' own connection (sync passes, decision counts): they must
         // not queue ahead of acquires on the multiplexed connection of the hot path, and
         // they may wait longer for an answer than an acquire may.
         let background_timeout = settings.redis_timeout().max(BACKGROUND_REDIS_TIMEOUT);
         let background = Limiter::new(redis_url, &settings.redis_prefix, background_timeout)?
             .counting_into(metrics.redis_calls_of("background"))
-            .moving_state(settings.redis_state == RedisState::Packed);
+            .moving_state(settings.redis_state == RedisState::Packed)
+            .holding_keyed_expiry(holds);
         let snapshot = Arc::new(Snapshot::default());
         let denials = Arc::new(DenialCache::new(settings.sync_interval()));
         let sync = Syncer::new(

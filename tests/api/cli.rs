@@ -218,6 +218,19 @@ async fn bad_configuration_is_refused_with_the_setting_named() {
 
     let out = Command::new(env!("CARGO_BIN_EXE_ratekeeper"))
         .arg("migrate")
+        .env("RATEKEEPER_DATABASE_URL", &db)
+        .env("RATEKEEPER_KEYED_EXPIRY", "never")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.to_lowercase().contains("keyed_expiry") && stderr.contains("`held` or `exact`"),
+        "{stderr}"
+    );
+
+    let out = Command::new(env!("CARGO_BIN_EXE_ratekeeper"))
+        .arg("migrate")
         .env("RATEKEEPER_DATABASE_URL", "oracle://x")
         .output()
         .unwrap();
@@ -336,6 +349,7 @@ async fn help_names_every_setting_and_the_config_file() {
             "RATEKEEPER_REDIS_PREFIX",
             "RATEKEEPER_REDIS_TIMEOUT_MS",
             "RATEKEEPER_REDIS_STATE",
+            "RATEKEEPER_KEYED_EXPIRY",
             "RATEKEEPER_SYNC_INTERVAL_MS",
             "RATEKEEPER_WORKERS",
             "RATEKEEPER_LOG_JSON",

@@ -184,12 +184,14 @@ while a <= args do
     if refused then
       repeat_reply(refused, count)
     else
-      local tokens, last = load_keyed_token_bucket(redis.call('GET', key))
+      local hold
+      gate, hold = keyed_gate(gate)
+      local tokens, last, held_until = load_keyed_token_bucket(redis.call('GET', key))
       local reset
       tokens, last, reset = token_bucket_run(tokens, last, count, max_permits, rate, permits,
         gate ~= 0, gate == 2, version)
       if tokens then
-        store_keyed_token_bucket(key, tokens, last, reset)
+        store_keyed_token_bucket(key, tokens, last, reset, now, hold, held_until)
       end
     end
   elseif kind > 0 then

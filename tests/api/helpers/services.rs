@@ -13,7 +13,7 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use rand::Rng;
-use ratekeeper::config::{RedisState, Settings};
+use ratekeeper::config::{KeyedExpiry, RedisState, Settings};
 use secrecy::SecretString;
 use sqlx::Connection;
 
@@ -69,6 +69,28 @@ pub fn run_id() -> &'static str {
 /// A Redis key prefix of this run's, for one server or script: `rktest-<run>-<what>-<random>`.
 pub fn test_prefix(what: &str) -> String {
     format!("rktest-{}-{what}-{}", run_id(), random_suffix())
+}
+
+/// A limiter on the test Redis under a prefix of its own (`what` names it), and a plain
+/// connection beside it with the acquire functions loaded, for tests that play another
+/// version's scripts beside this one's.
+pub async fn limiter_beside_scripts(
+    what: &str,
+) -> (
+    ratekeeper_limiter::Limiter,
+    redis::aio::MultiplexedConnection,
+) {
+    let prefix = test_prefix(what);
+    let limiter =
+        ratekeeper_limiter::Limiter::new(&redis_url(), &prefix, Duration::from_secs(5)).unwrap();
+    let client = redis::Client::open(redis_url()).unwrap();
+    let mut conn = client.get_multiplexed_async_connection().await.unwrap();
+    ratekeeper_limiter::functions::LIBRARY
+        .load_cmd()
+        .query_async::<()>(&mut conn)
+        .await
+        .unwrap();
+    (limiter, conn)
 }
 
 /// This run's temp dir (SQLite files, sockets, configs), made on first use.
@@ -131,6 +153,7 @@ pub fn settings(database_url: &str, redis_url: &str, prefix: &str) -> Settings {
         // whose subject is a Redis outage set a short one themselves.
         redis_timeout_ms: 5_000,
         redis_state: RedisState::Packed,
+        keyed_expiry: KeyedExpiry::Held,
         database_timeout_ms: 1000,
         workers: Some(1),
         console_concurrency: None,

@@ -10,6 +10,7 @@ mod algorithms;
 mod batch;
 mod episodes;
 mod flush;
+mod keyed_expiry;
 mod live;
 mod scripts;
 mod state;

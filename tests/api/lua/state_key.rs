@@ -5,13 +5,11 @@
 //! leave it there, until every one of them is gone.
 
 use ratekeeper_limiter::domain::{Algorithm, AppSlug, Mode, PolicyName, Scope};
-use ratekeeper_limiter::functions::LIBRARY;
 use ratekeeper_limiter::{AcquireCall, Limiter, PolicyConfig};
 use redis::Script;
 use redis::aio::MultiplexedConnection;
-use std::time::Duration;
 
-use crate::helpers::{redis_url, test_prefix};
+use crate::helpers::limiter_beside_scripts;
 
 /// The token bucket's script of the version before the state key, as its server loaded it.
 const BEFORE: &str = include_str!("../../fixtures/lua/token_bucket_before_state_key.lua");
@@ -31,15 +29,7 @@ struct Policy {
 impl Policy {
     /// A global token bucket of `max_permits` that refills about nothing during a test.
     async fn new(max_permits: i64) -> Self {
-        let prefix = test_prefix("tbstate");
-        let limiter = Limiter::new(&redis_url(), &prefix, Duration::from_secs(5)).unwrap();
-        let client = redis::Client::open(redis_url()).unwrap();
-        let mut conn = client.get_multiplexed_async_connection().await.unwrap();
-        LIBRARY
-            .load_cmd()
-            .query_async::<()>(&mut conn)
-            .await
-            .unwrap();
+        let (limiter, conn) = limiter_beside_scripts("tbstate").await;
         let config = PolicyConfig {
             name: PolicyName::parse("p").unwrap(),
             created_ms: 7,

@@ -13,13 +13,17 @@
 --                window_ms, or lease_ttl_ms (integers >= 1)
 --   argv[a + 3]  the gate: "1" enforce; "2" shadow mode (a denial is answered
 --                SHADOW_DENIED: granted, nothing consumed); "0" disabled (granted
---                UNENFORCED), which also reads a bucket's state without writing anything
+--                UNENFORCED), which also reads a bucket's state without writing anything;
+--                plus HELD_EXPIRY when the bucket's expiry may be held ahead
+--                (lua/lib/keyed_token_bucket.lua; the other algorithms have none to hold)
 --   argv[a + 4]  the policy's version (echoed in the reply)
 --   argv[a + 5]  for sliding_log a request id unique to the call; for concurrency the lease
 --                members' prefix "<app>|<lease id>|"; absent for the others
--- and decides with decide(bucket, permits, max_permits, param, enabled, extra, now_us), the
--- algorithm's <algorithm>_keyed (lua/lib/), which answers {code, remaining,
+-- and decides with decide(bucket, permits, max_permits, param, enabled, extra, now_us,
+-- hold), the algorithm's <algorithm>_keyed (lua/lib/), which answers {code, remaining,
 -- retry_after_ms, reset_after_ms}.
+--
+-- keyed_gate(number) -> the gate (0, 1 or 2) and whether the expiry may be held.
 --
 -- Reply: {code, remaining, retry_after_ms, reset_after_ms, max_permits, version}
 --   code  1 granted; -1 denied (nothing consumed); 2 granted unenforced (nothing written);
@@ -35,6 +39,13 @@ local function keyed_refusal(permits, max_permits, version)
   return nil
 end
 
+local function keyed_gate(number)
+  if number >= HELD_EXPIRY then
+    return number - HELD_EXPIRY, true
+  end
+  return number, false
+end
+
 local function keyed_acquire(decide, bucket, argv, a, now_us)
   local permits = tonumber(argv[a])
   local max_permits = tonumber(argv[a + 1])
@@ -43,10 +54,10 @@ local function keyed_acquire(decide, bucket, argv, a, now_us)
   if refused then
     return refused
   end
-  local gate = argv[a + 3]
-  local reply = decide(bucket, permits, max_permits, tonumber(argv[a + 2]), gate ~= '0',
-    argv[a + 5] or '', now_us)
-  if reply[1] == REPLY.DENIED and gate == '2' then
+  local gate, hold = keyed_gate(tonumber(argv[a + 3]))
+  local reply = decide(bucket, permits, max_permits, tonumber(argv[a + 2]), gate ~= 0,
+    argv[a + 5] or '', now_us, hold)
+  if reply[1] == REPLY.DENIED and gate == 2 then
     reply[1] = REPLY.SHADOW_DENIED
   end
   reply[5] = max_permits
@@ -68,7 +79,7 @@ local function keyed_give_back(give, bucket, argv, a, id, at_us, now_us)
   if not permits or permits < 1 or permits ~= math.floor(permits) then
     return {REPLY.PERMITS_REFUSED, 0, 0, 0, max_permits, version}
   end
-  local enabled = argv[a + 3] ~= '0'
+  local enabled = keyed_gate(tonumber(argv[a + 3])) ~= 0
   if not enabled then
     permits = 0
   end

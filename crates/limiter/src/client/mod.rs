@@ -29,6 +29,9 @@ pub struct Limiter {
     /// Whether a global token bucket's state still in its policy's hash moves to its
     /// state key at its next write (`lua/lib/token_bucket_global.lua`).
     moves_state: bool,
+    /// Whether a keyed token bucket's expiry may be held ahead of what it needs
+    /// (`lua/lib/keyed_token_bucket.lua`).
+    holds_keyed_expiry: bool,
 }
 
 #[derive(Debug, Clone, thiserror::Error)]
@@ -52,6 +55,7 @@ impl Limiter {
             address: shown_url(url).into(),
             round_trips: IntCounter::new("unregistered", "not exported").expect("a valid name"),
             moves_state: true,
+            holds_keyed_expiry: true,
         })
     }
 
@@ -66,6 +70,20 @@ impl Limiter {
     /// Whether a global token bucket's state moves from its hash to its state key.
     pub fn moves_state(&self) -> bool {
         self.moves_state
+    }
+
+    /// The same limiter, holding a keyed token bucket's expiry ahead, in its state (`true`,
+    /// the default), or setting the exact expiry at every write, in the state versions
+    /// before held expiries read (`false`: while instances of such a version run on the
+    /// same Redis).
+    pub fn holding_keyed_expiry(mut self, holds: bool) -> Self {
+        self.holds_keyed_expiry = holds;
+        self
+    }
+
+    /// Whether a keyed token bucket's expiry is held ahead.
+    pub fn holds_keyed_expiry(&self) -> bool {
+        self.holds_keyed_expiry
     }
 
     /// The same limiter, counting its calls into `counter` (a registered metric).
@@ -85,6 +103,7 @@ impl Limiter {
                 address: self.address.clone(),
                 round_trips: self.round_trips.clone(),
                 moves_state: self.moves_state,
+                holds_keyed_expiry: self.holds_keyed_expiry,
             },
             _ => self.clone(),
         }

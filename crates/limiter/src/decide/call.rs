@@ -12,7 +12,7 @@ use redis::{Cmd, ScriptInvocation};
 use crate::client::{Limiter, StateKey, scripts};
 use crate::decide::decision::LeaseId;
 use crate::decide::keyed::KeyedBucket;
-use crate::decide::reply::PACKED_KIND;
+use crate::decide::reply::{HELD_EXPIRY, PACKED_KIND};
 use crate::domain::{Algorithm, AppSlug, Mode, PolicyName, Scope};
 use crate::policy_config::PolicyConfig;
 
@@ -52,6 +52,9 @@ enum Whose {
         rate: f64,
         gate: Gate,
         version: i64,
+        /// Whether its expiry may be held ahead (the limiter's
+        /// [`Limiter::holds_keyed_expiry`]).
+        held_expiry: bool,
     },
 }
 
@@ -128,6 +131,12 @@ impl Gate {
             Self::Enforce => "1",
             Self::Shadow => "2",
         }
+    }
+
+    /// The gate as the keyed scripts take it: its number, plus [`HELD_EXPIRY`] when the
+    /// bucket's expiry may be held ahead.
+    fn keyed(self, held_expiry: bool) -> u8 {
+        self.number() + if held_expiry { HELD_EXPIRY } else { 0 }
     }
 }
 
@@ -206,6 +215,7 @@ impl AcquireCall {
                 rate: bucket.limits.rate,
                 gate,
                 version: bucket.policy.version,
+                held_expiry: limiter.holds_keyed_expiry(),
             },
             id,
             lease,
@@ -327,11 +337,12 @@ impl AcquireCall {
                 rate,
                 gate,
                 version,
+                held_expiry,
                 ..
             } => {
                 packed.extend_from_slice(&max_permits.to_le_bytes());
                 packed.extend_from_slice(&rate.to_le_bytes());
-                packed.push(gate.number());
+                packed.push(gate.keyed(*held_expiry));
                 packed.extend_from_slice(&version.to_le_bytes());
                 -PACKED_KIND
             }
@@ -423,11 +434,12 @@ impl AcquireCall {
                 param,
                 gate,
                 version,
+                held_expiry,
                 ..
             } => {
                 add(Arg::Int(*max_permits));
                 add(Arg::Text(param));
-                add(Arg::Text(gate.arg()));
+                add(Arg::Int(i64::from(gate.keyed(*held_expiry))));
                 add(Arg::Int(*version));
             }
         }

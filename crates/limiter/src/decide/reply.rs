@@ -95,12 +95,18 @@ pub(crate) const TOKEN_BUCKET_ARGS: usize = 8;
 /// argument (minus it for a caller's bucket of a keyed policy; `lua/acquire_batch.lua`).
 pub(crate) const PACKED_KIND: i64 = 100;
 
-/// `local BATCH_ARGS = {global = 2, keyed = 5, token_bucket = 8, packed = 100}`, for the
-/// batch script.
+/// Added to a keyed acquire's gate when its bucket's expiry may be held ahead of what the
+/// bucket needs (`lua/lib/keyed_token_bucket.lua`), so that the flag travels in the
+/// argument every keyed script already reads (`lua/lib/keyed.lua`'s `keyed_gate`).
+pub(crate) const HELD_EXPIRY: u8 = 4;
+
+/// `local BATCH_ARGS = {global = 2, keyed = 5, token_bucket = 8, packed = 100}` and
+/// `local HELD_EXPIRY = 4`, for the scripts.
 pub(crate) fn batch_args_lua_table() -> String {
     format!(
         "local BATCH_ARGS = {{global = {GLOBAL_ARGS}, keyed = {KEYED_ARGS}, \
-         token_bucket = {TOKEN_BUCKET_ARGS}, packed = {PACKED_KIND}}}\n"
+         token_bucket = {TOKEN_BUCKET_ARGS}, packed = {PACKED_KIND}}}\n\
+         local HELD_EXPIRY = {HELD_EXPIRY}\n"
     )
 }
 
