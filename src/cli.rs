@@ -32,7 +32,7 @@ lower case, e.g. redis_prefix = \"prod\"), then these environment variables [def
   RATEKEEPER_REDIS_PREFIX         prefix of every Redis key [ratekeeper]
   RATEKEEPER_REDIS_TIMEOUT_MS     timeout of an acquire's Redis call [100]
   RATEKEEPER_REDIS_STATE          a token bucket's state: packed (its own key) or hash [packed]
-  RATEKEEPER_KEYED_EXPIRY         a keyed token bucket's expiry: held (ahead) or exact [held]
+  RATEKEEPER_KEYED_EXPIRY         a keyed bucket's expiry: held (ahead) or exact [held]
   RATEKEEPER_SYNC_INTERVAL_MS     reconcile interval [5000]
   RATEKEEPER_WORKERS              HTTP worker threads [number of cores]
   RATEKEEPER_CONSOLE_CONCURRENCY  console requests worked on at once [half the cores, at least 1]

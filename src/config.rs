@@ -34,10 +34,10 @@ pub struct Settings {
     /// of a version before the state key still run on the same Redis; see the README's
     /// upgrade note).
     pub redis_state: RedisState,
-    /// How a keyed token bucket's expiry is set: `held` (ahead of what the bucket needs,
-    /// recorded in its state) or `exact` (at every write, in the state versions before held
-    /// expiries read, while such instances still run on the same Redis; see the README's
-    /// upgrade note).
+    /// How a keyed token bucket's or GCRA bucket's expiry is set: `held` (ahead of what the
+    /// bucket needs, recorded in its state) or `exact` (at every write, in the state
+    /// versions before held expiries read, while such instances still run on the same
+    /// Redis; see the README's upgrade note).
     pub keyed_expiry: KeyedExpiry,
     /// How long a request waits for a database connection before it answers 503.
     pub database_timeout_ms: u64,
@@ -96,8 +96,8 @@ pub enum RedisState {
     Hash,
 }
 
-/// How a keyed token bucket's expiry is set (`crates/limiter/lua/lib/
-/// keyed_token_bucket.lua`).
+/// How a keyed token bucket's or GCRA bucket's expiry is set (`keyed_store` in
+/// `crates/limiter/lua/lib/keyed.lua`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum KeyedExpiry {

@@ -71,7 +71,7 @@ impl Core {
         }
         if settings.keyed_expiry == KeyedExpiry::Exact {
             tracing::info!(
-                "RATEKEEPER_KEYED_EXPIRY=exact: keyed token buckets' expiry is set at every \
+                "RATEKEEPER_KEYED_EXPIRY=exact: keyed buckets' expiry is set at every \
                  write; set held once no instance of a version before held expiries runs"
             );
         }

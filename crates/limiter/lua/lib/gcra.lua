@@ -76,22 +76,30 @@ local function gcra_global(key, _, permits, app, _, now_us)
   return decided(reply, policy)
 end
 
--- One acquire on a caller's bucket of a keyed policy (lib/keyed.lua calls it). State: a
--- string of one little-endian double, the tat, expiring when it is reached.
-local function gcra_keyed(bucket, permits, max_permits, rate, enabled, _, now_us)
-  local raw = redis.call('GET', bucket)
-  local tat
-  if raw and #raw == 8 then
-    tat = struct.unpack('<d', raw)
-  end
-  local reply, new_tat = gcra_decide(tat, max_permits, rate, now_us / 1000, permits, enabled)
-  if new_tat then
-    if reply[4] <= 0 then
-      redis.call('DEL', bucket)
-    else
-      redis.call('SET', bucket, struct.pack('<d', new_tat), 'PX',
-        string.format('%d', reply[4] + 1))
+-- A caller's bucket of a keyed policy. State: one little-endian double, the tat (8
+-- bytes), after the ms until which its expiry is held when it is (16 bytes:
+-- lib/keyed.lua's keyed_store); the key expires at the earliest when the tat is reached.
+-- gcra_keyed_load(raw), the GET reply -> tat, held_until (nil: none).
+local function gcra_keyed_load(raw)
+  if raw then
+    local size = #raw
+    if size == 16 then
+      local held_until, tat = struct.unpack('<d<d', raw)
+      return tat, held_until
+    elseif size == 8 then
+      return struct.unpack('<d', raw)
     end
+  end
+  return nil, nil
+end
+
+-- One acquire on a caller's bucket (lib/keyed.lua calls it).
+local function gcra_keyed(bucket, permits, max_permits, rate, enabled, _, now_us, hold)
+  local now = now_us / 1000
+  local tat, held_until = gcra_keyed_load(redis.call('GET', bucket))
+  local reply, new_tat = gcra_decide(tat, max_permits, rate, now, permits, enabled)
+  if new_tat then
+    keyed_store(bucket, reply[4], now, hold, held_until, '<d', '<d<d', new_tat)
   end
   return reply
 end
@@ -132,24 +140,17 @@ local function gcra_give_back_global(key, _, permits, app, _, _, now_us)
 end
 
 -- The give-back on a caller's bucket (lib/keyed.lua's keyed_give_back calls it): the key
--- goes when the tat is reached, as after a grant.
+-- goes when the tat is reached, as after a grant (its exact expiry set: a give-back is
+-- rare, and any version reads what it writes).
 local function gcra_give_back_keyed(bucket, permits, max_permits, rate, _, _, now_us)
   local now = now_us / 1000
-  local raw = redis.call('GET', bucket)
-  local tat
-  if raw and #raw == 8 then
-    tat = struct.unpack('<d', raw)
-  end
+  local tat = gcra_keyed_load(redis.call('GET', bucket))
   if permits > 0 then
     tat = gcra_give(tat, rate, now, permits)
   end
   local reply = gcra_decide(tat, max_permits, rate, now, 1, false)
   if tat and permits > 0 then
-    if reply[4] <= 0 then
-      redis.call('DEL', bucket)
-    else
-      redis.call('SET', bucket, struct.pack('<d', tat), 'PX', string.format('%d', reply[4] + 1))
-    end
+    keyed_store(bucket, reply[4], now, false, nil, '<d', '<d<d', tat)
   end
   reply[1] = REPLY.GRANTED
   return reply

@@ -15,7 +15,8 @@
 --                SHADOW_DENIED: granted, nothing consumed); "0" disabled (granted
 --                UNENFORCED), which also reads a bucket's state without writing anything;
 --                plus HELD_EXPIRY when the bucket's expiry may be held ahead
---                (lua/lib/keyed_token_bucket.lua; the other algorithms have none to hold)
+--                (keyed_store below: a token bucket's and GCRA's; the others have none to
+--                hold)
 --   argv[a + 4]  the policy's version (echoed in the reply)
 --   argv[a + 5]  for sliding_log a request id unique to the call; for concurrency the lease
 --                members' prefix "<app>|<lease id>|"; absent for the others
@@ -30,6 +31,37 @@
 --        -3 permits not a whole number from 1 to max_permits.
 -- Every bucket key carries a TTL: it goes once idle long enough to be full (or empty)
 -- again, so Redis holds the callers active now, not every caller ever seen.
+
+-- keyed_store(key, reset_after_ms, now, hold, held_until, exact_format, held_format, ...)
+-- writes a caller's bucket whose expiry is the time until it is full again (a token
+-- bucket's, GCRA's): its state `...` packed, or the key deleted when the bucket is full
+-- again at once (nothing worth keeping). `now` is the decision's ms on Redis' clock.
+--   Setting a key's expiry costs Redis about as much again as the write (it moves the key
+--   in Redis' table of expiries), so with `hold` the expiry is held ahead: set to twice
+--   the time until the bucket is full again, the ms until which it holds stored first
+--   (held_format: a double, then the state), and the writes after it that need no later
+--   expiry leave it where it is (KEEPTTL). A bucket then lives at most twice as long after
+--   its last acquire, and never expires before it is full. Without `hold`
+--   (RATEKEEPER_KEYED_EXPIRY=exact, while versions before held expiries run: they read
+--   only exact_format) the exact expiry is set at every write, as they set it.
+--   held_until: what the bucket's stored state held (nil: none, or not held).
+local function keyed_store(key, reset_after_ms, now, hold, held_until, exact_format,
+    held_format, ...)
+  if reset_after_ms <= 0 then
+    redis.call('DEL', key)
+  elseif not hold then
+    redis.call('SET', key, struct.pack(exact_format, ...), 'PX',
+      string.format('%d', reset_after_ms + 1))
+  elseif held_until and held_until >= now + reset_after_ms + 1 then
+    redis.call('SET', key, struct.pack(held_format, held_until, ...), 'KEEPTTL')
+  else
+    -- Recorded 1 ms short of the expiry set: Redis counts it from its own clock at the
+    -- SET, which may be a hair before this script's reading.
+    local ttl = 2 * (reset_after_ms + 1)
+    redis.call('SET', key, struct.pack(held_format, now + ttl - 1, ...), 'PX',
+      string.format('%d', ttl))
+  end
+end
 
 -- The -3 reply when `permits` cannot be asked of a bucket of max_permits, else nil.
 local function keyed_refusal(permits, max_permits, version)

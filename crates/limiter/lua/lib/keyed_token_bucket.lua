@@ -1,31 +1,21 @@
 -- A keyed token bucket's stored state, and one acquire on it, shared by the keyed script
 -- (keyed/token_bucket.lua) and the batch script (acquire_batch.lua). Loaded ahead of them
--- (after lib/token_bucket.lua); it only defines.
--- State: a string of little-endian doubles, tokens and the ms of the last write, and, when
--- its expiry is held ahead (below), the ms on Redis' clock until which it is held: 24
--- bytes, or 16 without it. The key expires at the earliest when the bucket would be full
--- again (a bucket that is gone starts full, as a full one reads: a key that outlives that
--- answers the same).
---
--- Setting a key's expiry costs Redis as much again as the SET itself (it moves the key in
--- Redis' table of expiries: bench/README.md), so with `hold` an acquire sets it ahead, to
--- twice the time until the bucket is full again, and records until when; the writes
--- after it that need no later expiry leave it where it is (KEEPTTL). A bucket then lives
--- at most twice as long after its last acquire. Versions before held expiries read only
--- the 16 bytes, so an instance holds expiries only with RATEKEEPER_KEYED_EXPIRY=held (the
--- default, see the README's upgrade note); without `hold` it sets the exact expiry at
--- every write, in the 16 bytes, as they do.
+-- (after lib/token_bucket.lua and lib/keyed.lua); it only defines.
+-- State: little-endian doubles, tokens and the ms of the last write (16 bytes), after the
+-- ms until which its expiry is held when it is (24 bytes: lib/keyed.lua's keyed_store). The
+-- key expires at the earliest when the bucket would be full again (a bucket that is gone
+-- starts full, as a full one reads: a key that outlives that answers the same).
 --
 -- load_keyed_token_bucket(raw)  the GET reply -> tokens, last, held_until (nil, nil, nil:
 --   a new bucket; held_until nil: no expiry held)
 -- store_keyed_token_bucket(key, tokens, last, reset_after_ms, now, hold, held_until)
---   writes the state (now: the ms of this decision), or deletes the key when the bucket is
---   full again at once (nothing worth keeping)
+--   writes the state with keyed_store
 local function load_keyed_token_bucket(raw)
   if raw then
     local size = #raw
     if size == 24 then
-      return struct.unpack('<d<d<d', raw)
+      local held_until, tokens, last = struct.unpack('<d<d<d', raw)
+      return tokens, last, held_until
     elseif size == 16 then
       return struct.unpack('<d<d', raw)
     end
@@ -35,20 +25,7 @@ end
 
 local function store_keyed_token_bucket(key, tokens, last, reset_after_ms, now, hold,
     held_until)
-  if reset_after_ms <= 0 then
-    redis.call('DEL', key)
-  elseif not hold then
-    redis.call('SET', key, struct.pack('<d<d', tokens, last), 'PX',
-      string.format('%d', reset_after_ms + 1))
-  elseif held_until and held_until >= now + reset_after_ms + 1 then
-    redis.call('SET', key, struct.pack('<d<d<d', tokens, last, held_until), 'KEEPTTL')
-  else
-    -- Recorded 1 ms short of the expiry set: Redis counts it from its own clock at the
-    -- SET, which may be a hair before this script's reading.
-    local ttl = 2 * (reset_after_ms + 1)
-    redis.call('SET', key, struct.pack('<d<d<d', tokens, last, now + ttl - 1), 'PX',
-      string.format('%d', ttl))
-  end
+  keyed_store(key, reset_after_ms, now, hold, held_until, '<d<d', '<d<d<d', tokens, last)
 end
 
 -- One acquire on a caller's bucket (lib/keyed.lua calls it; the batch script decides many

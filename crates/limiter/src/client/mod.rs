@@ -29,8 +29,8 @@ pub struct Limiter {
     /// Whether a global token bucket's state still in its policy's hash moves to its
     /// state key at its next write (`lua/lib/token_bucket_global.lua`).
     moves_state: bool,
-    /// Whether a keyed token bucket's expiry may be held ahead of what it needs
-    /// (`lua/lib/keyed_token_bucket.lua`).
+    /// Whether a keyed token bucket's or GCRA bucket's expiry may be held ahead of what it
+    /// needs (`lua/lib/keyed.lua`'s `keyed_store`).
     holds_keyed_expiry: bool,
 }
 
@@ -72,16 +72,16 @@ impl Limiter {
         self.moves_state
     }
 
-    /// The same limiter, holding a keyed token bucket's expiry ahead, in its state (`true`,
-    /// the default), or setting the exact expiry at every write, in the state versions
-    /// before held expiries read (`false`: while instances of such a version run on the
-    /// same Redis).
+    /// The same limiter, holding a keyed token bucket's or GCRA bucket's expiry ahead, in
+    /// its state (`true`, the default), or setting the exact expiry at every write, in the
+    /// state versions before held expiries read (`false`: while instances of such a version
+    /// run on the same Redis).
     pub fn holding_keyed_expiry(mut self, holds: bool) -> Self {
         self.holds_keyed_expiry = holds;
         self
     }
 
-    /// Whether a keyed token bucket's expiry is held ahead.
+    /// Whether a keyed token bucket's or GCRA bucket's expiry is held ahead.
     pub fn holds_keyed_expiry(&self) -> bool {
         self.holds_keyed_expiry
     }

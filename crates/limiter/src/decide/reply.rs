@@ -96,7 +96,7 @@ pub(crate) const TOKEN_BUCKET_ARGS: usize = 8;
 pub(crate) const PACKED_KIND: i64 = 100;
 
 /// Added to a keyed acquire's gate when its bucket's expiry may be held ahead of what the
-/// bucket needs (`lua/lib/keyed_token_bucket.lua`), so that the flag travels in the
+/// bucket needs (`lua/lib/keyed.lua`'s `keyed_store`), so that the flag travels in the
 /// argument every keyed script already reads (`lua/lib/keyed.lua`'s `keyed_gate`).
 pub(crate) const HELD_EXPIRY: u8 = 4;
 
