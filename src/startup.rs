@@ -205,6 +205,7 @@ impl Application {
             core.background.clone(),
             core.snapshot.clone(),
             denials_flushed.clone(),
+            core.metrics.counts_held.clone(),
             shutdown.clone(),
         ));
         if settings.public_url.is_none() && settings.listens_everywhere() {

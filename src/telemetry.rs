@@ -47,6 +47,8 @@ pub struct Metrics {
     /// Calls to Redis by client: `acquire` (the hot path), `control` (console and admin
     /// API), `background` (sync, counts); a pipeline is one call.
     pub redis_calls: IntCounterVec,
+    /// Policies whose decision counts wait for a later flush (`acquire/held_counts.rs`).
+    pub counts_held: IntGauge,
     /// The acquire batchers' own figures (batch size, queue, call time).
     pub batch: BatchFigures,
 }
@@ -128,6 +130,12 @@ impl Metrics {
             &["client"],
         )
         .expect("valid metric");
+        let counts_held = IntGauge::new(
+            "ratekeeper_counts_held_policies",
+            "Policies whose decision counts wait for a later flush: quiet ones, while a flush \
+             carries 1,000 policies or more (within 10 s, never past their minute)",
+        )
+        .expect("valid metric");
         for collector in [
             Box::new(decisions.clone()) as Box<dyn prometheus::core::Collector>,
             Box::new(acquire_seconds.clone()),
@@ -138,6 +146,7 @@ impl Metrics {
             Box::new(sync_pass_seconds.clone()),
             Box::new(sql_statements.clone()),
             Box::new(redis_calls.clone()),
+            Box::new(counts_held.clone()),
         ] {
             registry
                 .register(collector)
@@ -155,6 +164,7 @@ impl Metrics {
             sync_pass_seconds,
             sql_statements,
             redis_calls,
+            counts_held,
             batch,
         }
     }

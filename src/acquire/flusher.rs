@@ -1,16 +1,19 @@
 //! The workers' tallies (decision counts and top callers per policy, see `tally.rs`)
-//! added to Redis every couple of seconds, off the hot path, where the console reads the
-//! sum over all instances per minute.
+//! added to Redis every couple of seconds (a quiet policy among many, within 10 s: see
+//! `held_counts.rs`), off the hot path, where the console reads the sum over all instances
+//! per minute.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use prometheus::IntGauge;
 use tokio_util::sync::CancellationToken;
 
 use crate::snapshot::Snapshot;
 use ratekeeper_limiter::{AppFlush, Limiter, PolicyFlush, TopBatch};
 
+use super::held_counts::HeldCounts;
 use super::{AppRefusals, Taken, TallyRegistry};
 
 /// The policies that denied since the webhook watcher last looked, with how many, as the
@@ -138,19 +141,22 @@ fn add_held(taken: &mut Vec<Taken>, held: &mut HashMap<String, u64>) {
 }
 
 /// Adds the counts and the top callers to Redis every [`FLUSH_EVERY`] (sooner when a
-/// worker's table is full) until `shutdown`, then once more.
+/// worker's table is full) until `shutdown`, then once more. Among many policies, quiet
+/// ones' counts wait a few flushes (`held_counts.rs`).
 pub async fn run_flusher(
     tallies: Arc<TallyRegistry>,
     limiter: Limiter,
     snapshot: Arc<Snapshot>,
     denials: Arc<FlushedDenials>,
+    held_gauge: IntGauge,
     shutdown: CancellationToken,
 ) {
     let mut ticker = tokio::time::interval(FLUSH_EVERY);
     // Refusals for want of Redis happen while Redis is away, when their flush fails too:
     // they are held for the next flush that reaches it (and counted in its minute),
     // rather than lost like a chart's other counts.
-    let mut held: HashMap<String, u64> = HashMap::new();
+    let mut refusals: HashMap<String, u64> = HashMap::new();
+    let mut held = HeldCounts::default();
     loop {
         let stopping = tokio::select! {
             _ = ticker.tick() => false,
@@ -162,43 +168,61 @@ pub async fn run_flusher(
         let minute = unix_minute_now();
         let mut taken = tallies.take();
         denials.add(&taken);
-        add_held(&mut taken, &mut held);
+        add_held(&mut taken, &mut refusals);
+        // The applications' pairs are few: written at every flush, whatever waits.
         let apps = per_app(&taken, tallies.take_app_refusals(), &snapshot);
-        // Applications with nothing but acquires that named no policy: no policy chunk
-        // carries them.
-        if taken.is_empty()
-            && !apps.is_empty()
-            && let Err(e) = limiter.add_flush(minute, &[], &apps).await
-        {
-            tracing::warn!(error = %e, apps = apps.len(), "decision counts not stored");
+        let due = held.due(minute, taken, stopping);
+        held_gauge.set(i64::try_from(held.policies()).unwrap_or(i64::MAX));
+        if let Some((ended, counts)) = due.ended {
+            write(&limiter, ended, &counts, &[], &mut refusals).await;
         }
-        // A pipeline per FLUSH_CHUNK policies: its commands are built in memory before they
-        // are sent, and 10,000 busy policies in one pipeline took some 30 MB every flush.
-        for (i, chunk) in taken.chunks(FLUSH_CHUNK).enumerate() {
-            let apps = if i == 0 { &apps[..] } else { &[] };
-            let policies: Vec<PolicyFlush<'_>> = chunk
-                .iter()
-                .map(|t| PolicyFlush {
-                    granted: t.counts.granted,
-                    denied: t.counts.denied,
-                    shadow_denied: t.counts.shadow_denied,
-                    unavailable: t.counts.unavailable,
-                    top: TopBatch {
-                        policy: &t.policy,
-                        granted: &t.granted,
-                        denied: &t.denied,
-                        shadow_denied: &t.shadow_denied,
-                    },
-                })
-                .collect();
-            if let Err(e) = limiter.add_flush(minute, &policies, apps).await {
-                // Lost counts only make a chart lower; the decisions themselves were right.
-                tracing::warn!(error = %e, policies = chunk.len(), "decision counts not stored");
-                hold_refusals(chunk, &mut held);
-            }
-        }
+        write(&limiter, minute, &due.now, &apps, &mut refusals).await;
         if stopping {
             return;
+        }
+    }
+}
+
+/// Writes `taken`'s counts to `minute`, and `apps`' pairs with them; a refusal not written
+/// is kept in `refusals` for the next flush.
+async fn write(
+    limiter: &Limiter,
+    minute: i64,
+    taken: &[Taken],
+    apps: &[AppFlush],
+    refusals: &mut HashMap<String, u64>,
+) {
+    // Applications with nothing but acquires that named no policy: no policy chunk
+    // carries them.
+    if taken.is_empty()
+        && !apps.is_empty()
+        && let Err(e) = limiter.add_flush(minute, &[], apps).await
+    {
+        tracing::warn!(error = %e, apps = apps.len(), "decision counts not stored");
+    }
+    // A pipeline per FLUSH_CHUNK policies: its commands are built in memory before they
+    // are sent, and 10,000 busy policies in one pipeline took some 30 MB every flush.
+    for (i, chunk) in taken.chunks(FLUSH_CHUNK).enumerate() {
+        let apps = if i == 0 { apps } else { &[] };
+        let policies: Vec<PolicyFlush<'_>> = chunk
+            .iter()
+            .map(|t| PolicyFlush {
+                granted: t.counts.granted,
+                denied: t.counts.denied,
+                shadow_denied: t.counts.shadow_denied,
+                unavailable: t.counts.unavailable,
+                top: TopBatch {
+                    policy: &t.policy,
+                    granted: &t.granted,
+                    denied: &t.denied,
+                    shadow_denied: &t.shadow_denied,
+                },
+            })
+            .collect();
+        if let Err(e) = limiter.add_flush(minute, &policies, apps).await {
+            // Lost counts only make a chart lower; the decisions themselves were right.
+            tracing::warn!(error = %e, policies = chunk.len(), "decision counts not stored");
+            hold_refusals(chunk, refusals);
         }
     }
 }

@@ -9,6 +9,7 @@ mod caller;
 mod denials;
 mod flusher;
 pub mod headers;
+mod held_counts;
 mod new_keys;
 mod outcome;
 mod protocol;

@@ -12,6 +12,7 @@ mod blocked;
 mod cli;
 mod console;
 mod grpc;
+mod held_counts;
 mod hostile_input;
 mod import_envoy;
 mod lua;
