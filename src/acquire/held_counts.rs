@@ -5,8 +5,8 @@
 //! policies with a few decisions each, that work rivals the decisions' own. So when one
 //! flush carries [`HOLD_FROM_POLICIES`] policies or more, a quiet policy (fewer than
 //! [`BUSY_DECISIONS`] decisions since its last write, none denied or refused) waits, for
-//! [`HOLD_FLUSHES`] flushes at most, and its counts are then written in one go. A busy or denying
-//! policy is written at every flush, as every policy is while flushes carry fewer.
+//! [`HOLD_FLUSHES`] flushes at most, and its counts are then written in one go. A busy or
+//! denying policy is written at every flush, as every policy is while flushes carry fewer.
 //! Nothing waits past the minute it was counted in (it is then written to that minute),
 //! past the flush before a stop, or beyond [`HELD_MOST`] policies.
 
@@ -109,11 +109,7 @@ impl HeldCounts {
 
 /// `earlier`'s counts and callers added into `into`, both of one policy.
 fn add(into: &mut Taken, earlier: Taken) {
-    let (c, e) = (&mut into.counts, earlier.counts);
-    c.granted += e.granted;
-    c.denied += e.denied;
-    c.shadow_denied += e.shadow_denied;
-    c.unavailable += e.unavailable;
+    into.counts.merge(earlier.counts);
     add_callers(&mut into.granted, earlier.granted);
     add_callers(&mut into.denied, earlier.denied);
     add_callers(&mut into.shadow_denied, earlier.shadow_denied);

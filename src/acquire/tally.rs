@@ -124,7 +124,7 @@ impl OutcomeCounts {
         }
     }
 
-    fn merge(&mut self, other: OutcomeCounts) {
+    pub(super) fn merge(&mut self, other: OutcomeCounts) {
         self.granted += other.granted;
         self.denied += other.denied;
         self.shadow_denied += other.shadow_denied;
