@@ -4,7 +4,10 @@
 //!
 //! A policy is held once: the map is a set of entries found by their own name (no second
 //! copy of the name as a key), and the config the sync task pushes to Redis is the entry's
-//! own `Arc`. An instance with 100,000 policies holds each in a few hundred bytes.
+//! own `Arc`. An instance with 100,000 policies holds each in a few hundred bytes. The
+//! entry keeps its name in place where it is short (`inline_name.rs`), so that finding a
+//! policy among thousands reads the entry, which the decision needs anyway, and not its
+//! config and its name too.
 
 use std::borrow::Borrow;
 use std::collections::{HashMap, HashSet};
@@ -20,9 +23,11 @@ use ratekeeper_limiter::{BucketLimits, PolicyConfig};
 
 mod descriptor_index;
 mod descriptor_wildcard;
+mod inline_name;
 
 use descriptor_index::DescriptorIndex;
 pub use descriptor_index::DescriptorMatch;
+pub use inline_name::InlineName;
 
 /// A live API key, by the SHA-256 of its text.
 #[derive(Debug)]
@@ -68,6 +73,8 @@ impl KeyEntry {
 /// what Redis should hold, to put it back when Redis has lost it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PolicyEntry {
+    /// The policy's name, where the snapshot's lookup compares it (see `inline_name.rs`).
+    pub name: InlineName,
     /// The policy as Redis should hold it, shared with the sync task's list of them. Its
     /// `apps` (",a,b,") are the allowed applications.
     pub config: Arc<PolicyConfig>,
@@ -112,6 +119,7 @@ impl PolicyEntry {
             })
             .collect();
         Self {
+            name: InlineName::new(config.name.as_str()),
             config,
             failure_mode: record.spec.failure_mode,
             owner_app: record.spec.owner_app.clone(),
@@ -169,22 +177,22 @@ impl ByName {
     }
 }
 
-impl Borrow<str> for ByName {
-    fn borrow(&self) -> &str {
-        self.0.config.name.as_str()
+impl Borrow<[u8]> for ByName {
+    fn borrow(&self) -> &[u8] {
+        self.0.name.as_bytes()
     }
 }
 
-// Hash and Eq by the name alone, as `Borrow<str>` requires.
+// Hash and Eq by the name alone, as `Borrow<[u8]>` requires.
 impl Hash for ByName {
     fn hash<H: Hasher>(&self, state: &mut H) {
-        self.0.config.name.as_str().hash(state);
+        self.0.name.hash(state);
     }
 }
 
 impl PartialEq for ByName {
     fn eq(&self, other: &Self) -> bool {
-        self.0.config.name == other.0.config.name
+        self.0.name == other.0.name
     }
 }
 
@@ -222,7 +230,11 @@ pub struct PolicyReload<'a> {
 impl PolicyReload<'_> {
     pub fn add(&mut self, record: &PolicyRecord) {
         let fresh = PolicyEntry::of(record);
-        let entry = match self.current.by_name.get(record.spec.name.as_str()) {
+        let entry = match self
+            .current
+            .by_name
+            .get(record.spec.name.as_str().as_bytes())
+        {
             Some(kept) if *kept.0 == fresh => kept.clone(),
             _ => ByName(Arc::new(fresh)),
         };
@@ -266,7 +278,11 @@ impl Snapshot {
     }
 
     pub fn policy(&self, name: &str) -> Option<Arc<PolicyEntry>> {
-        self.policies.load().by_name.get(name).map(|p| p.0.clone())
+        self.policies
+            .load()
+            .by_name
+            .get(name.as_bytes())
+            .map(|p| p.0.clone())
     }
 
     /// The policies some applications own (for the webhook watcher, off the hot path: it
@@ -355,7 +371,7 @@ impl Snapshot {
     pub fn remove_policy(&self, name: &str) {
         self.policies.rcu(|current| {
             let mut next = current.by_name.clone();
-            next.remove(name);
+            next.remove(name.as_bytes());
             Policies::of(next)
         });
     }

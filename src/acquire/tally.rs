@@ -22,6 +22,8 @@ use tokio::sync::Notify;
 
 use ratekeeper_limiter::Decision;
 
+use crate::snapshot::InlineName;
+
 /// Callers one sketch follows.
 pub const SKETCH_SIZE: usize = 32;
 
@@ -35,15 +37,21 @@ struct Counter {
 /// A Space-Saving sketch: the heavy hitters of a stream in `SKETCH_SIZE` counters, a short
 /// list searched in order. Most policies see one or two callers between flushes (an
 /// application), and a worker holds a sketch for every policy it decided since the last
-/// flush: a hash table each would cost several times the callers it holds.
+/// flush: a hash table each would cost several times the callers it holds. Callers are
+/// held in place (`InlineName`), so a search reads the list alone.
 #[derive(Debug, Default)]
 struct Sketch {
-    counters: Vec<(Box<str>, Counter)>,
+    counters: Vec<(InlineName, Counter)>,
 }
 
 impl Sketch {
     fn add(&mut self, caller: &str) {
-        if let Some((_, c)) = self.counters.iter_mut().find(|(k, _)| **k == *caller) {
+        let wanted = caller.as_bytes();
+        if let Some((_, c)) = self
+            .counters
+            .iter_mut()
+            .find(|(k, _)| k.as_bytes() == wanted)
+        {
             c.count += 1;
             return;
         }
@@ -53,7 +61,7 @@ impl Sketch {
                 self.counters.reserve_exact(1);
             }
             self.counters
-                .push((caller.into(), Counter { count: 1, error: 0 }));
+                .push((InlineName::new(caller), Counter { count: 1, error: 0 }));
             return;
         }
         let least = self
@@ -63,7 +71,7 @@ impl Sketch {
             .expect("a full sketch has entries");
         let floor = least.1.count;
         *least = (
-            caller.into(),
+            InlineName::new(caller),
             Counter {
                 count: floor + 1,
                 error: floor,
@@ -83,7 +91,7 @@ impl Sketch {
     fn into_callers(self) -> Vec<(String, u64)> {
         self.counters
             .into_iter()
-            .map(|(caller, c)| (caller.into_string(), c.count - c.error))
+            .map(|(caller, c)| (caller.as_str().to_owned(), c.count - c.error))
             .collect()
     }
 }
@@ -139,7 +147,9 @@ impl OutcomeCounts {
 /// 14,336 is 7/8 of 16,384: the most a table of 16,384 buckets holds before it doubles.
 pub const MAX_TALLIED_POLICIES: usize = 14_336;
 
-type PolicyTable = HashMap<Box<str>, PolicyTally>;
+/// Keyed by the name in place: a worker finds its policy's tally without reading the name
+/// from elsewhere (`InlineName`).
+type PolicyTable = HashMap<InlineName, PolicyTally>;
 
 /// What one worker decided since the last flush.
 #[derive(Debug, Default)]
@@ -222,7 +232,7 @@ impl Tally {
 
     fn with_policy(&self, policy: &str, f: impl FnOnce(&mut PolicyTally)) {
         let mut by_policy = self.by_policy.lock().expect("tally lock");
-        let top = match by_policy.get_mut(policy) {
+        let top = match by_policy.get_mut(policy.as_bytes()) {
             Some(top) => top,
             None => {
                 if by_policy.len() >= MAX_TALLIED_POLICIES {
@@ -230,7 +240,7 @@ impl Tally {
                     self.handed_over.lock().expect("tally lock").push(full);
                     self.flush_now.notify_one();
                 }
-                by_policy.entry(policy.into()).or_default()
+                by_policy.entry(InlineName::new(policy)).or_default()
             }
         };
         f(top);
@@ -263,10 +273,10 @@ impl PolicyTally {
         }
     }
 
-    fn into_taken(self, policy: Box<str>) -> Taken {
+    fn into_taken(self, policy: InlineName) -> Taken {
         let refused = self.refused.map(|r| *r).unwrap_or_default();
         Taken {
-            policy: policy.into_string(),
+            policy: policy.as_str().to_owned(),
             counts: self.counts,
             granted: self.granted.into_callers(),
             denied: refused.denied.into_callers(),
@@ -360,9 +370,9 @@ mod tests {
         let taken = top
             .take()
             .pop()
-            .and_then(|mut table| table.remove("p"))
+            .and_then(|mut table| table.remove("p".as_bytes()))
             .expect("p tallied")
-            .into_taken("p".into());
+            .into_taken(InlineName::new("p"));
         let denied = &taken.denied;
         assert!(denied.len() <= SKETCH_SIZE);
         let (first, count) = denied.iter().max_by_key(|(_, n)| *n).unwrap();
