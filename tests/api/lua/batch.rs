@@ -264,17 +264,23 @@ struct BatchRun {
 /// Decides `requests` one by one with the single scripts on one limiter, and all together
 /// through a batcher on another (both on the Redis at `url`), and asserts each request got
 /// the same answer both ways.
-async fn batch_against_single(url: &str, requests: &[Request]) -> BatchRun {
+async fn batch_against_single(url: &str, rounds: &[&[Request]]) -> BatchRun {
+    let requests: Vec<Request> = rounds.concat();
     let single_calls = IntCounter::new("single", "calls").unwrap();
     let (single, single_prefix) = limiter_with_policies(url, &single_calls).await;
     let configs = policies();
-    // The order the batch decides them in: a request asked for with another algorithm
-    // than its policy's is answered so by the batch, and decided by its own script right
-    // after it (without batching too, the requests that came between its two calls went
-    // first). So the single scripts take those last.
-    let (fresh, stale): (Vec<usize>, Vec<usize>) =
-        (0..requests.len()).partition(|&i| !is_stale(&requests[i]));
-    let order: Vec<usize> = fresh.into_iter().chain(stale).collect();
+    // The order the batch decides them in, round by round: a request asked for with another
+    // algorithm than its policy's is answered so by the batch, and decided by its own
+    // script right after it (without batching too, the requests that came between its two
+    // calls went first). So the single scripts take those last in their round.
+    let mut order: Vec<usize> = Vec::with_capacity(requests.len());
+    let mut first = 0;
+    for round in rounds {
+        let (fresh, stale): (Vec<usize>, Vec<usize>) =
+            (first..first + round.len()).partition(|&i| !is_stale(&requests[i]));
+        order.extend(fresh.into_iter().chain(stale));
+        first += round.len();
+    }
     let mut expected = vec![(String::new(), 0, 0); requests.len()];
     let started = Instant::now();
     for &i in &order {
@@ -321,20 +327,26 @@ async fn batch_against_single(url: &str, requests: &[Request]) -> BatchRun {
         })
         .collect();
     let batcher = Batcher::new(batched);
-    // On this one-thread runtime every acquire is queued before the batcher's task first
-    // runs: they all wait together, as acquires do while a call is in flight.
-    let outcomes = join_all(requests.iter().enumerate().map(|(i, (_, permits, _))| {
-        let permits = Permits::parse(*permits).unwrap();
-        let (batcher, name, app, bucket) = (&batcher, &names[i], &apps[i], &buckets[i]);
-        let config = passed[i];
-        async move {
-            match bucket {
-                Some(bucket) => batcher.acquire_keyed(bucket, permits, app).await,
-                None => batcher.acquire(&name.0, name.1, permits, app, config).await,
+    // On this one-thread runtime every acquire of a round is queued before the batcher's
+    // task first runs: they all wait together, as acquires do while a call is in flight.
+    let mut outcomes = Vec::with_capacity(requests.len());
+    let mut first = 0;
+    for round in rounds {
+        let decided = join_all((first..first + round.len()).map(|i| {
+            let permits = Permits::parse(requests[i].1).unwrap();
+            let (batcher, name, app, bucket) = (&batcher, &names[i], &apps[i], &buckets[i]);
+            let config = passed[i];
+            async move {
+                match bucket {
+                    Some(bucket) => batcher.acquire_keyed(bucket, permits, app).await,
+                    None => batcher.acquire(&name.0, name.1, permits, app, config).await,
+                }
             }
-        }
-    }))
-    .await;
+        }))
+        .await;
+        outcomes.extend(decided);
+        first += round.len();
+    }
     // Rounded up, and one more for the whole milliseconds the scripts' replies carry.
     let span_ms = started.elapsed().as_millis() as u64 + 2;
     let got: Vec<(String, i64, i64)> = outcomes
@@ -368,7 +380,7 @@ fn single_node_calls(requests: &[Request]) -> u64 {
 
 #[tokio::test]
 async fn a_batch_answers_each_acquire_as_the_single_script_in_that_order() {
-    let run = batch_against_single(&redis_url(), &REQUESTS).await;
+    let run = batch_against_single(&redis_url(), &[&REQUESTS]).await;
     assert_eq!(run.calls, single_node_calls(&REQUESTS));
     for prefix in &run.prefixes {
         delete_keys(prefix).await;
@@ -423,8 +435,48 @@ const RUNS: [Request; 40] = [
 
 #[tokio::test]
 async fn identical_acquires_of_a_bucket_are_answered_one_by_one() {
-    let run = batch_against_single(&redis_url(), &RUNS).await;
+    let run = batch_against_single(&redis_url(), &[&RUNS]).await;
     assert_eq!(run.calls, single_node_calls(&RUNS));
+    for prefix in &run.prefixes {
+        delete_keys(prefix).await;
+    }
+}
+
+/// Three batches over the same token buckets, each bucket in one entry or several: each
+/// batch must find every bucket where the one before left it. The first batch makes the
+/// buckets' state keys (a bucket's first acquire reads its hash), so that the second
+/// decides each on its state key alone, and the third sees what the second wrote.
+const FIRST_ROUND: [Request; 5] = [
+    ("hot", 1, "shop"),
+    ("cold", 1, "shop"),
+    ("per.key:ann", 1, "shop"),
+    ("per.key:bob", 1, "shop"),
+    ("shadow", 1, "shop"),
+];
+const SECOND_ROUND: [Request; 7] = [
+    ("hot", 2, "shop"),         // 2 left
+    ("per.key:ann", 1, "shop"), // 1 left
+    ("gcra", 1, "shop"),        // another algorithm between two entries of hot
+    ("hot", 1, "shop"),         // another entry of hot: 1 left
+    ("cold", 1, "shop"),        // 0 left
+    ("shadow", 2, "shop"),      // would deny: 1 left
+    ("per.key:bob", 2, "shop"), // 0 left
+];
+const THIRD_ROUND: [Request; 7] = [
+    ("hot", 1, "shop"),  // 0 left
+    ("cold", 1, "shop"), // denied
+    ("hot", 1, "shop"),  // denied
+    ("per.key:ann", 1, "shop"),
+    ("per.key:bob", 1, "shop"), // denied
+    ("shadow", 1, "shop"),
+    ("gcra", 1, "shop"),
+];
+
+#[tokio::test]
+async fn the_next_batch_finds_each_bucket_where_a_batch_left_it() {
+    let rounds: [&[Request]; 3] = [&FIRST_ROUND, &SECOND_ROUND, &THIRD_ROUND];
+    let run = batch_against_single(&redis_url(), &rounds).await;
+    assert_eq!(run.calls, 3, "a call per batch");
     for prefix in &run.prefixes {
         delete_keys(prefix).await;
     }
@@ -437,7 +489,7 @@ async fn identical_acquires_of_a_bucket_are_answered_one_by_one() {
 async fn on_a_cluster_a_batch_is_one_call_per_slot() {
     let cluster = LocalCluster::start().await;
     for requests in [&REQUESTS[..], &RUNS[..]] {
-        let run = batch_against_single(&cluster.url(), requests).await;
+        let run = batch_against_single(&cluster.url(), &[requests]).await;
         let slots: HashSet<Slot> = run.keys.iter().map(Slot::for_key).collect();
         // The acquires asked for with another algorithm go again: a call per slot of theirs.
         let stale: HashSet<Slot> = (requests.iter().zip(&run.keys))
