@@ -14,7 +14,8 @@ pub enum Scenario {
     Denied,
     /// redis-benchmark, once after the rounds.
     Redis,
-    /// redis-benchmark's pipelined INCR + PEXPIRE, once after the rounds: Redis' floor.
+    /// redis-benchmark's pipelined INCR + PEXPIRE after the rounds, a run per round (the
+    /// median): Redis' floor.
     Floor,
     Noop,
     Bare,
@@ -92,8 +93,7 @@ impl Scenario {
         }
     }
 
-    /// A redis-benchmark run straight against Redis (no server, no wrk): one run, after
-    /// the rounds.
+    /// redis-benchmark straight against Redis (no server, no wrk), after the rounds.
     pub fn is_redis_benchmark(self) -> bool {
         matches!(self, Self::Redis | Self::Floor)
     }

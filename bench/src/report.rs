@@ -27,7 +27,7 @@ pub fn text(r: &Results, k: &Knobs) -> String {
     let _ = writeln!(o, "tools:       {}", r.tools);
     let _ = writeln!(
         o,
-        "settings:    wrk -t{} -c{} -d{} --latency, {} round(s) (warm-up {}); redis-benchmark -c{} -n{}, once\n",
+        "settings:    wrk -t{} -c{} -d{} --latency, {} round(s) (warm-up {}); redis-benchmark -c{} -n{}, e) once, l) once per round\n",
         k.threads, k.connections, k.duration, k.rounds, k.warmup, k.connections, k.redis_requests
     );
     let _ = writeln!(
@@ -37,7 +37,7 @@ pub fn text(r: &Results, k: &Knobs) -> String {
     );
     let _ = writeln!(
         o,
-        "non-2xx, requests and socket errors of all rounds together; e) and l) are one run each"
+        "non-2xx, requests and socket errors of all rounds together; e) is one run, l) the median of a run per round"
     );
     let _ = writeln!(
         o,
