@@ -367,8 +367,10 @@ async fn help_names_every_setting_and_the_config_file() {
     }
 }
 
-#[tokio::test]
-async fn logs_written_to_a_pipe_carry_no_colour_codes() {
+/// `ratekeeper serve` on a fresh SQLite database, with `env` beside its settings and
+/// mimalloc's purge delay as the test's own environment has it (none, unless `env` sets
+/// it): the child once it logs that it listens, and what it logged until then.
+async fn serve_until_listening(env: &[(&str, &str)]) -> (std::process::Child, String) {
     let db = fresh_database(Db::Sqlite).await;
     let mut child = Command::new(env!("CARGO_BIN_EXE_ratekeeper"))
         .arg("serve")
@@ -377,6 +379,8 @@ async fn logs_written_to_a_pipe_carry_no_colour_codes() {
         .env("RATEKEEPER_REDIS_URL", redis_url())
         .env("RATEKEEPER_REDIS_PREFIX", test_prefix("cli"))
         .env("RUST_LOG", "info")
+        .env_remove("MIMALLOC_PURGE_DELAY")
+        .envs(env.iter().copied())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
@@ -397,6 +401,12 @@ async fn logs_written_to_a_pipe_carry_no_colour_codes() {
     let seen = tokio::task::spawn_blocking(move || listening.join().unwrap())
         .await
         .unwrap();
+    (child, seen)
+}
+
+#[tokio::test]
+async fn logs_written_to_a_pipe_carry_no_colour_codes() {
+    let (mut child, seen) = serve_until_listening(&[]).await;
     let _ = child.kill();
     let _ = child.wait();
     assert!(seen.contains("ratekeeper listening"), "{seen}");
@@ -404,6 +414,33 @@ async fn logs_written_to_a_pipe_carry_no_colour_codes() {
         !seen.contains('\u{1b}'),
         "colour codes in a log file: {seen:?}"
     );
+}
+
+/// The server gives memory it freed back to the system within a tenth of a second
+/// (src/main.rs: it starts again with mimalloc's purge delay set), unless the operator set
+/// the delay: read from the running server's environment.
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn the_server_runs_with_mimallocs_purge_delay_set_unless_the_operator_set_it() {
+    for (env, expected) in [
+        (&[][..], "MIMALLOC_PURGE_DELAY=100"),
+        (
+            &[("MIMALLOC_PURGE_DELAY", "700")][..],
+            "MIMALLOC_PURGE_DELAY=700",
+        ),
+    ] {
+        let (mut child, seen) = serve_until_listening(env).await;
+        let environ = std::fs::read(format!("/proc/{}/environ", child.id()));
+        let _ = child.kill();
+        let _ = child.wait();
+        assert!(seen.contains("ratekeeper listening"), "{seen}");
+        let environ = environ.expect("the server's environment is readable");
+        let purge: Vec<&[u8]> = environ
+            .split(|b| *b == 0)
+            .filter(|v| v.starts_with(b"MIMALLOC_PURGE_DELAY="))
+            .collect();
+        assert_eq!(purge, vec![expected.as_bytes()], "{env:?}");
+    }
 }
 
 /// A server on a fresh SQLite database with applications shop and billing, and the
