@@ -8,7 +8,13 @@
 //!   passed as the server passes it), and the reply built from its answer. The bare
 //!   one-script-per-request handler: no API key, no snapshot, no counts, no headers.
 //!
-//! Each HTTP worker has its own Redis connection, as ratekeeper's do.
+//! - `POST /v1/acquire/batched`: the same, but the decision goes through the limiter
+//!   crate's batcher (`Batcher`, on a global token bucket of its own with the same
+//!   configuration), as ratekeeper's acquires do: the acquires that arrive while a call is in
+//!   flight go together as one call of the batch script. What ratekeeper's decision costs
+//!   without the platform around it (API key, snapshot, counts, headers).
+//!
+//! Each HTTP worker has its own Redis connection, and its own batcher, as ratekeeper's do.
 //!
 //!     cargo run --release --example bare_acquire -- 127.0.0.1:9000 redis://127.0.0.1:6379 'rbare:{p}' bench
 //!
@@ -20,14 +26,25 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use std::time::Duration;
+
 use actix_web::{App, HttpResponse, HttpServer, web};
+use ratekeeper_limiter::domain::{Algorithm, AppSlug, Permits, PolicyName};
 use ratekeeper_limiter::scripts::TOKEN_BUCKET;
+use ratekeeper_limiter::{AcquireOutcome, Batcher, Limiter, PolicyConfig};
 use redis::aio::ConnectionManager;
 use serde::{Deserialize, Serialize};
 
 #[path = "shared/never_reached.rs"]
 mod never_reached;
 use never_reached::{NEVER_REACHED_PASSED, never_reached_policy};
+#[path = "shared/never_reached_config.rs"]
+mod never_reached_config;
+use never_reached_config::never_reached;
+
+/// The batched route's keys: outside ratekeeper's prefix, whose reconcile deletes the
+/// policies SQL does not have.
+const BATCHED_PREFIX: &str = "rbatched";
 
 /// The acquire body, read as strictly as ratekeeper reads it.
 #[derive(Deserialize)]
@@ -58,6 +75,11 @@ struct Shared {
     app: String,
     connections: Vec<ConnectionManager>,
     next: AtomicUsize,
+    /// The batched route's policy, as the batcher takes it, and what it decides with.
+    batched: PolicyConfig,
+    app_slug: AppSlug,
+    limiter: Limiter,
+    redis_url: String,
 }
 
 async fn noop(body: web::Json<AcquireBody>) -> HttpResponse {
@@ -119,6 +141,43 @@ async fn acquire(
     }
 }
 
+async fn acquire_batched(
+    body: web::Json<AcquireBody>,
+    shared: web::Data<Arc<Shared>>,
+    batcher: web::Data<Batcher>,
+) -> HttpResponse {
+    let Ok(permits) = Permits::parse(body.permits.unwrap_or(1)) else {
+        return HttpResponse::BadRequest().finish();
+    };
+    let outcome = batcher
+        .acquire(
+            &shared.batched.name,
+            Algorithm::TokenBucket,
+            permits,
+            &shared.app_slug,
+            Some(&shared.batched),
+        )
+        .await;
+    match outcome {
+        Ok(AcquireOutcome::Decided(decided)) => {
+            let reply = Reply {
+                allowed: decided.decision.allowed(),
+                remaining: decided.remaining,
+                limit: decided.limit,
+                retry_after_ms: decided.retry_after_ms,
+                reset_after_ms: decided.reset_after_ms,
+                policy_version: decided.version,
+            };
+            if reply.allowed {
+                HttpResponse::Ok().json(reply)
+            } else {
+                HttpResponse::TooManyRequests().json(reply)
+            }
+        }
+        _ => HttpResponse::ServiceUnavailable().finish(),
+    }
+}
+
 #[actix_web::main]
 async fn main() -> std::io::Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -144,21 +203,38 @@ async fn main() -> std::io::Result<()> {
         .query_async::<()>(&mut first)
         .await
         .map_err(std::io::Error::other)?;
+    let limiter = Limiter::new(redis_url, BATCHED_PREFIX, Duration::from_secs(5))
+        .map_err(std::io::Error::other)?;
+    let name = PolicyName::parse("batched").map_err(|e| std::io::Error::other(format!("{e:?}")))?;
+    let batched = never_reached(name, app);
+    limiter
+        .push_policy(&batched)
+        .await
+        .map_err(std::io::Error::other)?;
     let shared = Arc::new(Shared {
         policy_key: policy_key.clone(),
         state_key: format!("{policy_key}:tb"),
         app: app.clone(),
         connections,
         next: AtomicUsize::new(0),
+        app_slug: AppSlug::parse(app).map_err(|e| std::io::Error::other(format!("{e:?}")))?,
+        batched,
+        limiter,
+        redis_url: redis_url.clone(),
     });
     println!("bare_acquire listening on {listen}");
     HttpServer::new(move || {
         let i = shared.next.fetch_add(1, Ordering::Relaxed) % shared.connections.len();
+        // The factory runs on each worker's own thread: its batcher's connection is that
+        // thread's, as a ratekeeper worker's is.
+        let batcher = Batcher::new(shared.limiter.for_this_thread(&shared.redis_url));
         App::new()
             .app_data(web::Data::new(shared.clone()))
             .app_data(web::Data::new(shared.connections[i].clone()))
+            .app_data(web::Data::new(batcher))
             .route("/noop", web::post().to(noop))
             .route("/v1/acquire", web::post().to(acquire))
+            .route("/v1/acquire/batched", web::post().to(acquire_batched))
     })
     .workers(workers)
     .bind(listen.as_str())?

@@ -19,6 +19,9 @@ pub enum Scenario {
     Floor,
     Noop,
     Bare,
+    /// examples/bare_acquire.rs's decision through the limiter crate's batcher: ratekeeper's
+    /// batched decision without the platform around it.
+    Batched,
     /// Envoy's `ShouldRateLimit` on the hot policy, from the bench's own gRPC load generator.
     Grpc,
     /// One acquire of all of two hot policies: two decisions a request.
@@ -27,7 +30,7 @@ pub enum Scenario {
 
 impl Scenario {
     /// The wrk scenarios in the order of each round: f right after a) for a fair comparison.
-    pub const IN_ROUNDS: [Self; 10] = [
+    pub const IN_ROUNDS: [Self; 11] = [
         Self::Hot,
         Self::Grpc,
         Self::AllOfTwo,
@@ -38,9 +41,10 @@ impl Scenario {
         Self::Denied,
         Self::Noop,
         Self::Bare,
+        Self::Batched,
     ];
     /// Every scenario, in the order of the report's table.
-    pub const ALL: [Self; 12] = [
+    pub const ALL: [Self; 13] = [
         Self::Hot,
         Self::Grpc,
         Self::AllOfTwo,
@@ -53,6 +57,7 @@ impl Scenario {
         Self::Floor,
         Self::Noop,
         Self::Bare,
+        Self::Batched,
     ];
 
     /// Its name in the JSON and in messages.
@@ -68,6 +73,7 @@ impl Scenario {
             Self::Floor => "floor",
             Self::Noop => "noop",
             Self::Bare => "bare",
+            Self::Batched => "batched",
             Self::Grpc => "grpc",
             Self::AllOfTwo => "all_of_two",
         }
@@ -85,12 +91,18 @@ impl Scenario {
             Self::Floor => "l) redis-benchmark -P 16 INCR + PEXPIRE (a pair)".to_owned(),
             Self::Noop => "h) reference: parse only".to_owned(),
             Self::Bare => "i) reference: parse + EVALSHA".to_owned(),
+            Self::Batched => "m) reference: parse + batched decision".to_owned(),
             Self::Grpc => format!(
                 "j) gRPC ShouldRateLimit, 1 hot descriptor, {} streams",
                 knobs.grpc_streams
             ),
             Self::AllOfTwo => "k) acquire all of 2 hot policies".to_owned(),
         }
+    }
+
+    /// Served by examples/bare_acquire.rs rather than ratekeeper.
+    pub fn is_bare(self) -> bool {
+        matches!(self, Self::Noop | Self::Bare | Self::Batched)
     }
 
     /// redis-benchmark straight against Redis (no server, no wrk), after the rounds.

@@ -84,7 +84,7 @@ pub fn text(r: &Results, k: &Knobs) -> String {
     );
     let _ = writeln!(
         o,
-        "of the rounds): the process that served it (ratekeeper; bare_acquire for h and i), Redis,"
+        "of the rounds): the process that served it (ratekeeper; bare_acquire for h, i, m), Redis,"
     );
     let _ = writeln!(
         o,
@@ -141,6 +141,23 @@ pub fn text(r: &Results, k: &Knobs) -> String {
         ),
     ] {
         let _ = writeln!(o, "  {what:<28} {:>6}", fmt(ratio(s(a).rps, s(b).rps), 2));
+    }
+    // The server's CPU per decision taken apart: the batched decision alone over parsing
+    // (what asking Redis costs the server, whatever it decides), and hot over the batched
+    // decision alone (what the platform around it costs: API key, snapshot, counts, headers).
+    for (what, a, b) in [
+        (
+            "server µs, batched / parse only",
+            Scenario::Batched,
+            Scenario::Noop,
+        ),
+        ("server µs, hot / batched", Scenario::Hot, Scenario::Batched),
+    ] {
+        let _ = writeln!(
+            o,
+            "  {what:<31} {:>3}",
+            fmt(ratio(s(a).cpu_server, s(b).cpu_server), 2)
+        );
     }
     // k) decides two policies a request: its decisions/s against a)'s single ones.
     let _ = writeln!(

@@ -61,7 +61,7 @@ impl Rounds<'_> {
     async fn round(&mut self, round: usize) -> Result<()> {
         let first = round == 1;
         for scenario in Scenario::IN_ROUNDS {
-            if matches!(scenario, Scenario::Noop | Scenario::Bare) && self.bare.is_none() {
+            if scenario.is_bare() && self.bare.is_none() {
                 continue;
             }
             if first && scenario == Scenario::Keyed {
@@ -191,6 +191,12 @@ impl Rounds<'_> {
                 "acquire_one.lua",
                 one("hot"),
             ),
+            Scenario::Batched => (
+                format!("{bare_base}/v1/acquire/batched"),
+                vec![],
+                "acquire_one.lua",
+                one("hot"),
+            ),
             Scenario::AllOfTwo => (
                 acquire,
                 auth,
@@ -261,7 +267,7 @@ impl Rounds<'_> {
             format!("round {round} of {}", self.knobs.rounds)
         };
         let serving = match (&self.bare, scenario) {
-            (Some(bare), Scenario::Noop | Scenario::Bare) => bare.service.pid(),
+            (Some(bare), scenario) if scenario.is_bare() => bare.service.pid(),
             _ => self.server.service.pid(),
         };
         let before = (
