@@ -21,6 +21,22 @@ DIR=$(mktemp -d)
 SERVER_PID=
 NODES=()
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+# A cluster node also listens on its port + 10000 (the cluster bus): a free port below
+# 55536 whose bus port is free too (the kernel's pick alone may be above, and the node
+# then fails to start).
+free_node_port() {
+    python3 -c '
+import random, socket
+while True:
+    port = random.randrange(20000, 55536)
+    try:
+        for p in (port, port + 10000):
+            socket.socket().bind(("127.0.0.1", p))
+    except OSError:
+        continue
+    print(port)
+    break'
+}
 cleanup() {
     [[ -n $SERVER_PID ]] && kill "$SERVER_PID" 2>/dev/null && wait "$SERVER_PID" 2>/dev/null
     for port in "${NODES[@]}"; do redis-cli -p "$port" shutdown nosave >/dev/null 2>&1 || true; done
@@ -29,7 +45,7 @@ cleanup() {
 trap cleanup EXIT
 
 for _ in 1 2 3; do
-    port=$(free_port)
+    port=$(free_node_port)
     NODES+=("$port")
     redis-server --port "$port" --bind 127.0.0.1 --cluster-enabled yes \
         --cluster-config-file "$DIR/nodes-$port.conf" --save "" --appendonly no \
