@@ -25,7 +25,6 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-
 use std::time::Duration;
 
 use actix_web::{App, HttpResponse, HttpServer, web};
@@ -65,6 +64,17 @@ struct Reply {
     retry_after_ms: i64,
     reset_after_ms: i64,
     policy_version: i64,
+}
+
+impl Reply {
+    /// 200 when granted, else 429, with the reply as the body.
+    fn respond(self) -> HttpResponse {
+        if self.allowed {
+            HttpResponse::Ok().json(self)
+        } else {
+            HttpResponse::TooManyRequests().json(self)
+        }
+    }
 }
 
 /// What every worker shares: the policy hash and the app, and the connections to pick from.
@@ -131,11 +141,7 @@ async fn acquire(
                 reset_after_ms,
                 policy_version,
             };
-            if reply.allowed {
-                HttpResponse::Ok().json(reply)
-            } else {
-                HttpResponse::TooManyRequests().json(reply)
-            }
+            reply.respond()
         }
         _ => HttpResponse::ServiceUnavailable().finish(),
     }
@@ -168,11 +174,7 @@ async fn acquire_batched(
                 reset_after_ms: decided.reset_after_ms,
                 policy_version: decided.version,
             };
-            if reply.allowed {
-                HttpResponse::Ok().json(reply)
-            } else {
-                HttpResponse::TooManyRequests().json(reply)
-            }
+            reply.respond()
         }
         _ => HttpResponse::ServiceUnavailable().finish(),
     }
